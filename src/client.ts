@@ -1,0 +1,70 @@
+import { type Remote, releaseProxy, wrap } from 'comlink';
+import { installErrorTransfer } from './_comlink-errors.js';
+import type { Memory } from './engine.js';
+import { PagewiseError } from './errors.js';
+import type { WorkerApi, WorkerMemoryOptions } from './worker-protocol.js';
+
+export type { WorkerMemoryOptions, WorkerStorageOptions } from './worker-protocol.js';
+export type { Memory } from './engine.js';
+export { isPagewiseError, PagewiseError } from './errors.js';
+
+/** Options of `connect()`: the engine's options (plain data) plus which worker to run it in. */
+export interface ConnectOptions extends WorkerMemoryOptions {
+  /**
+   * A worker that called `serveMemory()` from `pagewise/worker`. Default: pagewise's own worker entry, which
+   * bundlers that understand `new Worker(new URL(…, import.meta.url))` (Vite, webpack 5) pick up.
+   */
+  worker?: Worker;
+}
+
+function defaultWorker(): Worker {
+  return new Worker(new URL('../worker/entry.js', import.meta.url), { type: 'module', name: 'pagewise' });
+}
+
+/**
+ * Starts the engine in a Web Worker (SQLite on OPFS, survives reloads) and returns an object whose methods match
+ * `createMemory()`'s one for one. Errors keep their `code` across the boundary.
+ *
+ * @example
+ * import { connect } from 'pagewise/client';
+ * const memory = await connect({ contextWindow: 32_000 });
+ * const ctx = await memory.onMessageInbound({ conversationId: 'c1', message: { role: 'user', content: 'Hi' } });
+ */
+export async function connect(options: ConnectOptions = {}): Promise<Memory> {
+  installErrorTransfer();
+  const { worker: given, ...engineOptions } = options;
+  const worker = given ?? defaultWorker();
+  const remote: Remote<WorkerApi> = wrap<WorkerApi>(worker);
+  const failed = new Promise<never>((_, reject) => {
+    worker.addEventListener('error', (event) => {
+      reject(new PagewiseError('WORKER_FAILED', 'client', `The pagewise worker failed to start: ${(event as ErrorEvent).message ?? 'unknown error'}. Check that the worker module loads (see the browser console).`));
+    }, { once: true });
+  });
+  const shutdown = (): void => {
+    remote[releaseProxy]();
+    worker.terminate();
+  };
+  try {
+    await Promise.race([remote.open(engineOptions), failed]);
+  } catch (error) {
+    shutdown();
+    throw error;
+  }
+  failed.catch(() => undefined);
+  let closed = false;
+  // After close() the proxy is released; answer like the in-process engine does.
+  const open = <T>(call: () => Promise<T>): Promise<T> => closed
+    ? Promise.reject(new PagewiseError('ENGINE_CLOSED', 'client', 'This memory is closed; call connect() again to continue.'))
+    : call();
+  return {
+    onMessageInbound: (input) => open(() => remote.onMessageInbound(input)),
+    onTurnComplete: (input) => open(() => remote.onTurnComplete(input)),
+    conversations: () => open(() => remote.conversations()),
+    turns: (conversationId, range) => open(() => remote.turns(conversationId, range)),
+    async close() {
+      if (closed) return;
+      closed = true;
+      try { await remote.close(); } finally { shutdown(); }
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/** Every error pagewise throws has one of these codes. Check `error.name === 'PagewiseError'` and `error.code`. */
+export type PagewiseErrorCode =
+  | 'INVALID_OPTIONS'
+  | 'INVALID_ARGUMENT'
+  | 'INVALID_CONVERSATION_ID'
+  | 'INVALID_MESSAGE'
+  | 'INVALID_ROLE'
+  | 'INVALID_CONTENT'
+  | 'EMPTY_MESSAGE'
+  | 'MESSAGE_TOO_LARGE'
+  | 'INVALID_TOOL_CALL'
+  | 'INVALID_DATE'
+  | 'ID_CONFLICT'
+  | 'CONVERSATION_NOT_FOUND'
+  | 'BUDGET_EXCEEDED'
+  | 'ENGINE_CLOSED'
+  | 'STORAGE_LOCKED'
+  | 'STORAGE_UNAVAILABLE'
+  | 'STORAGE_ERROR'
+  | 'WORKER_FAILED';
+
+/** All codes, for validation across the worker boundary. */
+export const ERROR_CODES: readonly PagewiseErrorCode[] = [
+  'INVALID_OPTIONS', 'INVALID_ARGUMENT', 'INVALID_CONVERSATION_ID', 'INVALID_MESSAGE', 'INVALID_ROLE',
+  'INVALID_CONTENT', 'EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'INVALID_TOOL_CALL', 'INVALID_DATE', 'ID_CONFLICT',
+  'CONVERSATION_NOT_FOUND', 'BUDGET_EXCEEDED', 'ENGINE_CLOSED', 'STORAGE_LOCKED', 'STORAGE_UNAVAILABLE',
+  'STORAGE_ERROR', 'WORKER_FAILED',
+];
+
+/**
+ * The one error class. Messages name the module and the fix:
+ * `[pagewise] [engine] Missing conversationId: pass a non-empty string that identifies the conversation.`
+ */
+export class PagewiseError extends Error {
+  override readonly name = 'PagewiseError';
+  readonly code: PagewiseErrorCode;
+  /** Where in the input the problem is, e.g. `messages[3].content`. */
+  readonly path?: string;
+
+  constructor(code: PagewiseErrorCode, module: string, message: string, options?: { cause?: unknown; path?: string }) {
+    super(`[pagewise] [${module}] ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    if (options?.path !== undefined) this.path = options.path;
+  }
+}
+
+/** True for a PagewiseError, also one rebuilt on the far side of a worker boundary (so no `instanceof`). */
+export function isPagewiseError(value: unknown, code?: PagewiseErrorCode): value is PagewiseError {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as { name?: unknown; code?: unknown };
+  return v.name === 'PagewiseError' && typeof v.code === 'string' && (code === undefined || v.code === code);
+}

@@ -1,0 +1,100 @@
+import type { HistoryItem } from './assembly/assembler.js';
+import { contentHash, messageText, validateMessage } from './messages.js';
+import { type TurnRecord, type TurnStore, turnMessage } from './store/turn-store.js';
+import { countCacheKey, messageTokens } from './tokens/chat-format.js';
+import type { ChatMessage, Tokenizer } from './types.js';
+
+const PAGE = 256;
+
+/** The history to assemble from: leading system messages (the prefix) and the rest, chronological. */
+export interface HistoryView {
+  prefix: HistoryItem[];
+  history: HistoryItem[];
+}
+
+/** Token counts of stored turns' text, from the cache, counting (and caching) the ones missing. */
+export async function storedTextTokens(store: TurnStore, tokenizer: Tokenizer, turns: readonly TurnRecord[]): Promise<Map<number, number>> {
+  const key = countCacheKey(tokenizer);
+  const counts = key === null ? new Map<number, number>() : await store.tokenCounts(turns.map((t) => t.rowid), key);
+  const missing = new Map<number, number>();
+  for (const t of turns) {
+    if (!counts.has(t.rowid)) missing.set(t.rowid, tokenizer.count(t.text));
+  }
+  if (missing.size > 0) {
+    if (key !== null) await store.saveTokenCounts(missing, key);
+    for (const [k, v] of missing) counts.set(k, v);
+  }
+  return counts;
+}
+
+function storedItem(t: TurnRecord, textTokens: number): HistoryItem {
+  const message = turnMessage(t);
+  return { message, sourceId: t.id, seq: t.seq, tokens: messageTokens(textTokens, message) };
+}
+
+/**
+ * The stored conversation as history, newest first until `enough` tokens are loaded (older turns could not be sent
+ * anyway), with its leading system turns as the prefix.
+ */
+export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number): Promise<HistoryView> {
+  const head = await store.range(conversationId, 0, 16);
+  let prefixEnd = 0;
+  while (prefixEnd < head.length && head[prefixEnd]!.role === 'system') prefixEnd++;
+  const prefixTurns = head.slice(0, prefixEnd);
+  const loaded: TurnRecord[] = [];
+  let before = Number.MAX_SAFE_INTEGER;
+  let tokens = 0;
+  while (tokens <= enough) {
+    const page = (await store.before(conversationId, before, PAGE)).filter((t) => t.seq >= prefixEnd);
+    if (page.length === 0) break;
+    const counts = await storedTextTokens(store, tokenizer, page);
+    for (const t of page) {
+      loaded.push(t);
+      tokens += counts.get(t.rowid)!;
+    }
+    before = page[page.length - 1]!.seq;
+    if (page.length < PAGE) break;
+  }
+  loaded.reverse();
+  const counts = await storedTextTokens(store, tokenizer, [...prefixTurns, ...loaded]);
+  return {
+    prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
+    history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!)),
+  };
+}
+
+/**
+ * The caller's history, validated, with each message matched to its stored turn (by id, else by content from the
+ * newest) so the manifest names stored ids and recall does not repeat what is sent.
+ */
+export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, raw: unknown[], maxBytes: number): Promise<HistoryView> {
+  const messages = raw.map((m, i) => validateMessage(m, `history[${i}]`, maxBytes));
+  const hashes = await Promise.all(messages.map(contentHash));
+  const withId = messages.flatMap((m) => (m.id ? [m.id] : []));
+  const byId = new Map((await store.byIds(conversationId, withId)).map((t) => [t.id, t]));
+  const byHash = new Map<string, TurnRecord[]>();
+  for (const t of await store.byHashes(conversationId, [...new Set(hashes)])) {
+    const list = byHash.get(t.contentHash) ?? [];
+    list.push(t);
+    byHash.set(t.contentHash, list);
+  }
+  const items: HistoryItem[] = new Array(messages.length);
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    const stored = m.id ? byId.get(m.id) : byHash.get(hashes[i]!)?.pop();
+    items[i] = itemFor(m, stored ?? null, tokenizer);
+  }
+  let prefixEnd = 0;
+  while (prefixEnd < items.length && items[prefixEnd]!.message.role === 'system') prefixEnd++;
+  return { prefix: items.slice(0, prefixEnd), history: items.slice(prefixEnd) };
+}
+
+/** A message as a history item: stored ones carry their id and seq. */
+export function itemFor(message: ChatMessage, stored: TurnRecord | null, tokenizer: Tokenizer): HistoryItem {
+  return {
+    message,
+    sourceId: stored?.id ?? message.id ?? null,
+    seq: stored?.seq ?? null,
+    tokens: messageTokens(tokenizer.count(messageText(message)), message),
+  };
+}

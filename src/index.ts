@@ -1,0 +1,10 @@
+/**
+ * pagewise: a memory that never forgets for LLM chat apps. The core is runtime-agnostic: it runs in Node, in a
+ * browser worker (see `pagewise/client`) and at the edge.
+ */
+export { createMemory, type Memory } from './engine.js';
+export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } from './errors.js';
+export { sqliteWasm, type SqliteWasmOptions } from './storage/sqlite-wasm.js';
+export { createTokenizer, encodingForModel } from './tokens/tokenizer.js';
+export { MIGRATIONS, SCHEMA_VERSION } from './store/schema.js';
+export type * from './types.js';

@@ -1,0 +1,94 @@
+import { PagewiseError } from './errors.js';
+import { encodingForModel } from './tokens/tokenizer.js';
+import type { EncodingName, MemoryOptions, StorageOption, TokenizerOption } from './types.js';
+
+/** Options with every default filled in and every value checked. */
+export interface ResolvedOptions {
+  contextWindow: number;
+  reserveTokens: number;
+  memoryTokens: number;
+  encoding: EncodingName;
+  margin: number;
+  tokenizer: TokenizerOption;
+  protectedRecentTurns: number;
+  softThreshold: number;
+  hardThreshold: number;
+  maxMessageBytes: number;
+  storage: StorageOption | undefined;
+}
+
+const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
+  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes']);
+
+function bad(option: string, message: string): never {
+  throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
+}
+
+function int(value: unknown, option: string, min: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) bad(option, `must be an integer ≥ ${min} (got ${String(value)}).`);
+  return value;
+}
+
+function ratio(value: unknown, option: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) bad(option, `must be a number in (0, 1] (got ${String(value)}).`);
+  return value;
+}
+
+/** Checks options once, at construction, and fills in the defaults. */
+export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) bad('options', 'must be an object.');
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) bad(key, `is not an option. Known options: ${[...KNOWN].join(', ')}.`);
+  }
+  const contextWindow = int(options.contextWindow, 'contextWindow', 256, 128_000);
+  const reserveTokens = int(options.reserveTokens, 'reserveTokens', 0, Math.min(4096, Math.floor(contextWindow / 4)));
+  if (reserveTokens >= contextWindow) bad('reserveTokens', `(${reserveTokens}) must be smaller than contextWindow (${contextWindow}).`);
+  const available = contextWindow - reserveTokens;
+  const memoryTokens = int(options.memoryTokens, 'memoryTokens', 0, Math.min(4096, Math.floor(available / 4)));
+
+  let encoding: EncodingName = 'o200k_base';
+  let margin = 1;
+  if (options.model !== undefined) {
+    if (typeof options.model !== 'string' || options.model.length === 0) bad('model', 'must be a model name such as "gpt-4o".');
+    const known = encodingForModel(options.model);
+    if (known) encoding = known;
+    else margin = options.estimateMargin ?? 1.25;
+  }
+  if (options.encoding !== undefined) {
+    if (options.encoding !== 'o200k_base' && options.encoding !== 'cl100k_base') bad('encoding', `must be "o200k_base" or "cl100k_base" (got ${String(options.encoding)}).`);
+    encoding = options.encoding;
+    margin = 1;
+  }
+  if (options.estimateMargin !== undefined && (typeof options.estimateMargin !== 'number' || options.estimateMargin < 1 || options.estimateMargin > 4)) {
+    bad('estimateMargin', `must be a number from 1 to 4 (got ${String(options.estimateMargin)}).`);
+  }
+
+  const tokenizer = options.tokenizer ?? 'gpt-tokenizer';
+  if (tokenizer !== 'gpt-tokenizer' && tokenizer !== 'js-tiktoken'
+    && (typeof tokenizer !== 'object' || tokenizer === null || typeof tokenizer.count !== 'function')) {
+    bad('tokenizer', 'must be "gpt-tokenizer", "js-tiktoken" or an object with count(text).');
+  }
+  const softThreshold = ratio(options.softThreshold, 'softThreshold', 0.7);
+  const hardThreshold = ratio(options.hardThreshold, 'hardThreshold', 0.85);
+  if (softThreshold > hardThreshold) bad('softThreshold', `(${softThreshold}) must not be above hardThreshold (${hardThreshold}).`);
+  const storage = options.storage;
+  if (storage !== undefined && typeof storage !== 'function'
+    && (typeof storage !== 'object' || storage === null || typeof storage.query !== 'function' || typeof storage.batch !== 'function')) {
+    bad('storage', 'must be a StorageDriver ({ query, batch, close }) or a function returning one.');
+  }
+  return {
+    contextWindow,
+    reserveTokens,
+    memoryTokens,
+    encoding,
+    margin,
+    tokenizer,
+    protectedRecentTurns: int(options.protectedRecentTurns, 'protectedRecentTurns', 0, 6),
+    softThreshold,
+    hardThreshold,
+    maxMessageBytes: int(options.maxMessageBytes, 'maxMessageBytes', 1, 1024 * 1024),
+    storage,
+  };
+}

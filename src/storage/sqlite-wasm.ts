@@ -1,0 +1,158 @@
+import type { Database, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
+import { PagewiseError } from '../errors.js';
+import type { Row, SqlValue, Statement, StorageDriver } from '../types.js';
+
+/** Options of the sqlite-wasm driver. */
+export interface SqliteWasmOptions {
+  /**
+   * `memory` (default; Node, tests, the edge) or `opfs-sahpool` (a dedicated browser worker; persists across reloads,
+   * needs no COOP/COEP headers, one owner per origin and directory).
+   */
+  vfs?: 'memory' | 'opfs-sahpool';
+  /** The database's name inside the OPFS pool. Default `pagewise.sqlite3`. */
+  filename?: string;
+  /** The OPFS directory of the pool. Default `.pagewise`. Different directories hold independent databases. */
+  directory?: string;
+  /** An initialised sqlite3 module, when the app loads it itself (custom wasm location). */
+  sqlite3?: Sqlite3Static;
+}
+
+const MODULE = 'sqlite-wasm';
+let sqlite3Promise: Promise<Sqlite3Static> | undefined;
+const pools = new Map<string, SAHPoolUtil>();
+
+function loadSqlite3(): Promise<Sqlite3Static> {
+  // The types declare init() without parameters, but the runtime takes Emscripten options.
+  sqlite3Promise ??= import('@sqlite.org/sqlite-wasm').then((m) =>
+    (m.default as unknown as (opts: object) => Promise<Sqlite3Static>)({ print: () => {}, printErr: () => {} }));
+  return sqlite3Promise;
+}
+
+/**
+ * Runs `fn` while holding a Web Lock named after the pool directory. opfs-sahpool allows one owner per directory: a
+ * second tab would fail deep inside the VFS with a cached error, so it is refused up front with STORAGE_LOCKED.
+ */
+async function acquireLock(name: string): Promise<() => void> {
+  const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+  if (!locks) return () => {};
+  return new Promise((resolve, reject) => {
+    locks.request(name, { ifAvailable: true }, (lock) => {
+      if (!lock) {
+        reject(new PagewiseError('STORAGE_LOCKED', MODULE,
+          `The OPFS database in "${name.slice('pagewise:'.length)}" is open in another tab or worker. Close it there (memory.close()), or use another \`directory\` for this one.`));
+        return undefined;
+      }
+      return new Promise<void>((release) => resolve(release));
+    }).catch(reject);
+  });
+}
+
+async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: string): Promise<{ db: Database; release: () => void; pool: SAHPoolUtil }> {
+  if (typeof (globalThis.navigator as Navigator | undefined)?.storage?.getDirectory !== 'function' || typeof (globalThis as { importScripts?: unknown }).importScripts !== 'function') {
+    throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE,
+      'opfs-sahpool needs a dedicated Web Worker with OPFS (navigator.storage.getDirectory). Run the engine with connect() from pagewise/client, or use vfs: "memory".');
+  }
+  const release = await acquireLock(`pagewise:${directory}`);
+  try {
+    let pool = pools.get(directory);
+    if (pool) {
+      if (pool.isPaused()) await pool.unpauseVfs();
+    } else {
+      pool = await sqlite3.installOpfsSAHPoolVfs({ name: `pagewise-sahpool${directory.replace(/[^a-z0-9]/gi, '-')}`, directory, preserveOnInitFailure: true });
+      pools.set(directory, pool);
+    }
+    return { db: new pool.OpfsSAHPoolDb(`/${filename}`), release, pool };
+  } catch (cause) {
+    release();
+    if (cause instanceof PagewiseError) throw cause;
+    const text = String((cause as Error)?.message ?? cause);
+    const code = /access handle/i.test(text) ? 'STORAGE_LOCKED' : 'STORAGE_UNAVAILABLE';
+    throw new PagewiseError(code, MODULE, `Could not open the OPFS database "${directory}/${filename}": ${text}`, { cause });
+  }
+}
+
+function wrapError(cause: unknown, sql: string): PagewiseError {
+  if (cause instanceof PagewiseError) return cause;
+  const text = String((cause as Error)?.message ?? cause);
+  return new PagewiseError('STORAGE_ERROR', MODULE, `${text} (in: ${sql.slice(0, 120)})`, { cause });
+}
+
+function bind(params: readonly SqlValue[] | undefined): SqlValue[] | undefined {
+  return params && params.length > 0 ? [...params] : undefined;
+}
+
+/**
+ * The sqlite-wasm driver: in memory (Node, edge) or on OPFS (browser worker). Returns a factory: the WASM module
+ * loads on first use, not on import.
+ *
+ * @example
+ * const memory = await createMemory({ storage: sqliteWasm({ vfs: 'opfs-sahpool', directory: '.my-app' }) });
+ */
+export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<StorageDriver> {
+  const vfs = options.vfs ?? 'memory';
+  if (vfs !== 'memory' && vfs !== 'opfs-sahpool') {
+    throw new PagewiseError('INVALID_OPTIONS', MODULE, `Unknown vfs "${String(vfs)}": use "memory" or "opfs-sahpool".`);
+  }
+  const filename = options.filename ?? 'pagewise.sqlite3';
+  const directory = options.directory ?? '.pagewise';
+  return async () => {
+    let sqlite3: Sqlite3Static;
+    try {
+      sqlite3 = options.sqlite3 ?? await loadSqlite3();
+    } catch (cause) {
+      throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE, `Could not load @sqlite.org/sqlite-wasm: ${String((cause as Error)?.message ?? cause)}`, { cause });
+    }
+    let db: Database;
+    let onClose = (): void => {};
+    if (vfs === 'memory') {
+      db = new sqlite3.oo1.DB(':memory:', 'c');
+    } else {
+      const opened = await openOpfs(sqlite3, filename, directory);
+      db = opened.db;
+      // Pausing releases the access handles, so another tab can open the pool once this engine is closed.
+      onClose = () => { opened.pool.pauseVfs(); opened.release(); };
+    }
+    db.exec('PRAGMA foreign_keys = ON');
+    return createSqliteDriver(db, `sqlite-wasm:${vfs}`, onClose);
+  };
+}
+
+/** Wraps an open oo1 database as a StorageDriver. */
+export function createSqliteDriver(db: Database, name: string, onClose: () => void = () => {}): StorageDriver {
+  let closed = false;
+  const ensureOpen = (): void => {
+    if (closed) throw new PagewiseError('ENGINE_CLOSED', MODULE, `The ${name} database is closed; create a new memory to continue.`);
+  };
+  return {
+    name,
+    query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
+      ensureOpen();
+      try {
+        return db.selectObjects(sql, bind(params)) as T[];
+      } catch (cause) {
+        throw wrapError(cause, sql);
+      }
+    },
+    batch(statements: readonly Statement[]): void {
+      ensureOpen();
+      if (statements.length === 0) return;
+      db.exec('BEGIN IMMEDIATE');
+      let current = '';
+      try {
+        for (const s of statements) {
+          current = s.sql;
+          db.exec({ sql: s.sql, bind: bind(s.params) });
+        }
+        db.exec('COMMIT');
+      } catch (cause) {
+        try { db.exec('ROLLBACK'); } catch { /* the transaction may already be gone */ }
+        throw wrapError(cause, current);
+      }
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      try { db.close(); } finally { onClose(); }
+    },
+  };
+}

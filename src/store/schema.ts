@@ -1,0 +1,72 @@
+import { PagewiseError } from '../errors.js';
+import type { StorageDriver } from '../types.js';
+
+/**
+ * Versioned migrations. Each runs in one transaction together with the version bump; a migration is never edited
+ * once released, only followed by another.
+ *
+ * Canonical data: `conversations` and `turns` (verbatim, append-only). Everything else — the FTS index, token
+ * counts, and what later versions add (tags, segments, summaries, embeddings) — is derived from `turns` and can be
+ * rebuilt from it.
+ */
+export const MIGRATIONS: readonly (readonly string[])[] = [
+  // 1: canonical store, FTS5 over text and speaker names, token-count cache.
+  [
+    `CREATE TABLE conversations (
+      id TEXT PRIMARY KEY,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL
+    )`,
+    `CREATE TABLE turns (
+      rowid INTEGER PRIMARY KEY,
+      conversation_id TEXT NOT NULL REFERENCES conversations(id),
+      seq INTEGER NOT NULL,
+      id TEXT NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+      name TEXT,
+      content TEXT NOT NULL,
+      tool_calls TEXT,
+      tool_call_id TEXT,
+      created_at TEXT NOT NULL,
+      created_ms INTEGER NOT NULL,
+      stored_at TEXT NOT NULL,
+      content_hash TEXT NOT NULL,
+      text TEXT NOT NULL,
+      UNIQUE (conversation_id, seq),
+      UNIQUE (conversation_id, id)
+    )`,
+    `CREATE INDEX turns_by_hash ON turns (conversation_id, content_hash)`,
+    `CREATE INDEX turns_by_time ON turns (conversation_id, created_ms)`,
+    // Canonical rows are append-only: the database itself refuses edits and deletes.
+    `CREATE TRIGGER turns_no_update BEFORE UPDATE ON turns BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only'); END`,
+    `CREATE TRIGGER turns_no_delete BEFORE DELETE ON turns BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only'); END`,
+    // Contentless: the text lives in turns; the index keeps only what ranking needs.
+    `CREATE VIRTUAL TABLE turns_fts USING fts5(text, name, content='', tokenize='porter unicode61 remove_diacritics 2')`,
+    `CREATE TABLE turn_tokens (
+      turn_rowid INTEGER NOT NULL REFERENCES turns(rowid),
+      encoding TEXT NOT NULL,
+      tokens INTEGER NOT NULL,
+      PRIMARY KEY (turn_rowid, encoding)
+    ) WITHOUT ROWID`,
+  ],
+];
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Brings the database to SCHEMA_VERSION; refuses a database written by a newer pagewise. */
+export async function migrate(driver: StorageDriver): Promise<void> {
+  await driver.batch([{ sql: 'CREATE TABLE IF NOT EXISTS pagewise_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)' }]);
+  const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'schema_version'");
+  const current = rows.length > 0 ? Number(rows[0]!.value) : 0;
+  if (current > SCHEMA_VERSION) {
+    throw new PagewiseError('STORAGE_ERROR', 'schema',
+      `The database has schema version ${current}, newer than this pagewise (${SCHEMA_VERSION}). Upgrade pagewise.`);
+  }
+  for (let v = current; v < SCHEMA_VERSION; v++) {
+    await driver.batch([
+      ...MIGRATIONS[v]!.map((sql) => ({ sql })),
+      { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('schema_version', ?)", params: [String(v + 1)] },
+    ]);
+  }
+}

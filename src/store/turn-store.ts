@@ -1,0 +1,199 @@
+import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StoredTurn } from '../types.js';
+
+/** A stored turn with its row id (internal: the FTS index and derived tables key on it). */
+export interface TurnRecord extends StoredTurn {
+  rowid: number;
+  createdMs: number;
+}
+
+/** A validated message ready to append, with what the engine derived from it. */
+export interface NewTurn {
+  message: ChatMessage;
+  id: string;
+  text: string;
+  contentHash: string;
+  createdAt: string;
+  createdMs: number;
+  tokens: number;
+}
+
+interface TurnRow {
+  [key: string]: SqlValue;
+  rowid: number;
+  conversation_id: string;
+  seq: number;
+  id: string;
+  role: string;
+  name: string | null;
+  content: string;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  created_at: string;
+  created_ms: number;
+  content_hash: string;
+  text: string;
+}
+
+const TURN_COLUMNS = 'rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, content_hash, text';
+
+function toRecord(r: TurnRow): TurnRecord {
+  const turn: TurnRecord = {
+    rowid: Number(r.rowid),
+    id: r.id,
+    conversationId: r.conversation_id,
+    seq: Number(r.seq),
+    role: r.role as Role,
+    content: JSON.parse(r.content) as StoredTurn['content'],
+    createdAt: r.created_at,
+    createdMs: Number(r.created_ms),
+    text: r.text,
+    contentHash: r.content_hash,
+  };
+  if (r.name !== null) turn.name = r.name;
+  if (r.tool_calls !== null) turn.toolCalls = JSON.parse(r.tool_calls) as StoredTurn['toolCalls'];
+  if (r.tool_call_id !== null) turn.toolCallId = r.tool_call_id;
+  return turn;
+}
+
+/** A stored turn as the public API shows it (no internal row ids). */
+export function publicTurn(t: TurnRecord): StoredTurn {
+  const { rowid: _rowid, createdMs: _ms, ...rest } = t;
+  return rest;
+}
+
+/** The message a stored turn was, to send to the model again. */
+export function turnMessage(t: StoredTurn): ChatMessage {
+  const m: ChatMessage = { id: t.id, role: t.role, content: t.content, createdAt: t.createdAt };
+  if (t.name !== undefined) m.name = t.name;
+  if (t.toolCalls !== undefined) m.toolCalls = t.toolCalls;
+  if (t.toolCallId !== undefined) m.toolCallId = t.toolCallId;
+  return m;
+}
+
+function placeholders(n: number): string {
+  return Array.from({ length: n }, () => '?').join(', ');
+}
+
+/** Every SQL statement pagewise runs on canonical turns, over any StorageDriver. */
+export function createTurnStore(driver: StorageDriver) {
+  const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
+    (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
+
+  return {
+    async conversation(id: string): Promise<ConversationInfo | null> {
+      const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
+         FROM conversations c WHERE c.id = ?`, [id]);
+      const r = rows[0];
+      return r ? { id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at } : null;
+    },
+
+    async conversations(): Promise<ConversationInfo[]> {
+      const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
+         FROM conversations c ORDER BY c.updated_at DESC, c.id`);
+      return rows.map((r) => ({ id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at }));
+    },
+
+    async turnCount(conversationId: string): Promise<number> {
+      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+      return Number(rows[0]?.n ?? 0);
+    },
+
+    /** Turns in order of `seq`, from `fromSeq` (inclusive), at most `limit`. */
+    range(conversationId: string, fromSeq: number, limit: number): Promise<TurnRecord[]> {
+      return selectTurns('conversation_id = ? AND seq >= ? ORDER BY seq LIMIT ?', [conversationId, fromSeq, limit]);
+    },
+
+    /** The newest turns older than `beforeSeq`, newest first. */
+    before(conversationId: string, beforeSeq: number, limit: number): Promise<TurnRecord[]> {
+      return selectTurns('conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?', [conversationId, beforeSeq, limit]);
+    },
+
+    bySeqs(conversationId: string, seqs: number[]): Promise<TurnRecord[]> {
+      if (seqs.length === 0) return Promise.resolve([]);
+      return selectTurns(`conversation_id = ? AND seq IN (${placeholders(seqs.length)}) ORDER BY seq`, [conversationId, ...seqs]);
+    },
+
+    byIds(conversationId: string, ids: string[]): Promise<TurnRecord[]> {
+      if (ids.length === 0) return Promise.resolve([]);
+      return selectTurns(`conversation_id = ? AND id IN (${placeholders(ids.length)})`, [conversationId, ...ids]);
+    },
+
+    byHashes(conversationId: string, hashes: string[]): Promise<TurnRecord[]> {
+      if (hashes.length === 0) return Promise.resolve([]);
+      return selectTurns(`conversation_id = ? AND content_hash IN (${placeholders(hashes.length)}) ORDER BY seq`, [conversationId, ...hashes]);
+    },
+
+    /** BM25 over turn text and speaker names; higher `score` is better. */
+    async search(conversationId: string, match: string, limit: number): Promise<{ seq: number; score: number }[]> {
+      const rows = await driver.query<{ seq: number; score: number }>(
+        `SELECT t.seq AS seq, -bm25(turns_fts, 1.0, 0.5) AS score
+         FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid
+         WHERE turns_fts MATCH ? AND t.conversation_id = ?
+         ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
+      return rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
+    },
+
+    /** Known speaker names of a conversation (lower-cased), for query parsing. */
+    async speakers(conversationId: string): Promise<string[]> {
+      const rows = await driver.query<{ name: string }>(
+        'SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]);
+      return rows.map((r) => r.name);
+    },
+
+    /** Cached token counts for `rowids` in `encoding`. */
+    async tokenCounts(rowids: number[], encoding: string): Promise<Map<number, number>> {
+      const out = new Map<number, number>();
+      for (let i = 0; i < rowids.length; i += 500) {
+        const chunk = rowids.slice(i, i + 500);
+        const rows = await driver.query<{ turn_rowid: number; tokens: number }>(
+          `SELECT turn_rowid, tokens FROM turn_tokens WHERE encoding = ? AND turn_rowid IN (${placeholders(chunk.length)})`, [encoding, ...chunk]);
+        for (const r of rows) out.set(Number(r.turn_rowid), Number(r.tokens));
+      }
+      return out;
+    },
+
+    async saveTokenCounts(counts: Map<number, number>, encoding: string): Promise<void> {
+      await driver.batch([...counts].map(([rowid, tokens]) => ({
+        sql: 'INSERT OR REPLACE INTO turn_tokens (turn_rowid, encoding, tokens) VALUES (?, ?, ?)',
+        params: [rowid, encoding, tokens],
+      })));
+    },
+
+    /**
+     * Appends turns at the end of the conversation in one transaction: the conversation row, the turns, their FTS
+     * entries and token counts move together or not at all.
+     */
+    async append(conversationId: string, turns: NewTurn[], countKey: string | null, nowIso: string): Promise<void> {
+      const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
+      const base = Number(rows[0]?.next ?? 0);
+      const statements: Statement[] = [
+        { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
+        { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
+      ];
+      turns.forEach((t, i) => {
+        const m = t.message;
+        const seq = base + i;
+        statements.push({
+            sql: `INSERT INTO turns (conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text)
+                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
+              m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text],
+        }, {
+          sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
+          params: [conversationId, seq, t.text, m.name ?? ''],
+        });
+        if (countKey !== null) {
+          statements.push({
+            sql: `INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
+            params: [conversationId, seq, countKey, t.tokens],
+          });
+        }
+      });
+      await driver.batch(statements);
+    },
+  };
+}
+
+export type TurnStore = ReturnType<typeof createTurnStore>;

@@ -1,0 +1,300 @@
+/**
+ * The contract file: every public shape and every seam (storage driver, tokenizer) lives here.
+ * Logic files import these types; nothing here has behaviour.
+ */
+
+/** A value that is either ready now or later: OPFS SQLite and Durable Object SQL are synchronous, others are not. */
+export type MaybePromise<T> = T | Promise<T>;
+
+// ---------------------------------------------------------------------------------------------
+// Messages (the OpenAI chat shape)
+// ---------------------------------------------------------------------------------------------
+
+/** Who wrote a message. `tool` messages answer an assistant's tool call and need `toolCallId`. */
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+/** A text part of a multi-part message. Only text is accepted: memory is searched and counted as text. */
+export interface TextContentPart {
+  type: 'text';
+  text: string;
+}
+
+/** One part of a message's content. */
+export type ContentPart = TextContentPart;
+
+/** A tool call made by an assistant, in the OpenAI function-calling shape. */
+export interface ToolCall {
+  /** The call's id; the `tool` message that answers it carries the same id as `toolCallId`. */
+  id: string;
+  type: 'function';
+  function: {
+    /** The function's name. */
+    name: string;
+    /** The arguments, as the model wrote them (a JSON string). */
+    arguments: string;
+  };
+}
+
+/** A chat message as the caller sends it to (or receives it from) the LLM. */
+export interface ChatMessage {
+  /** The caller's own id. When given, it identifies the message for reconciliation and in the manifest. */
+  id?: string;
+  role: Role;
+  /** The text, or a list of text parts. May be empty only for an assistant message that makes tool calls. */
+  content: string | ContentPart[] | null;
+  /** The speaker (group chats, transcripts). Searchable: "what did Caroline say" favours Caroline's turns. */
+  name?: string;
+  /** When the message was written, ISO 8601. Without it the engine stamps the time of storage. */
+  createdAt?: string;
+  /** Tool calls made by an assistant message. */
+  toolCalls?: ToolCall[];
+  /** For `tool` messages: the id of the call this message answers. */
+  toolCallId?: string;
+}
+
+/** A message as stored: verbatim, append-only, with the engine's bookkeeping. */
+export interface StoredTurn {
+  /** The caller's id when it gave one, else an id the engine made (`pw_…`). Unique within a conversation. */
+  id: string;
+  conversationId: string;
+  /** Position in the conversation, from 0, gap-free. */
+  seq: number;
+  role: Role;
+  name?: string;
+  content: string | ContentPart[] | null;
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+  /** ISO 8601 in UTC: the caller's `createdAt`, or the time of storage. */
+  createdAt: string;
+  /** The searchable text derived from the content (text parts joined, tool calls written out). */
+  text: string;
+  /** SHA-256 of the message's role, name, content and tool fields: the reconciliation key without an id. */
+  contentHash: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The two hooks
+// ---------------------------------------------------------------------------------------------
+
+/** Input of `onMessageInbound`, called before the LLM request. */
+export interface InboundInput {
+  /** Which conversation the message belongs to. A conversation with nothing stored yet is fine. */
+  conversationId: string;
+  /** The new message (usually the user's). It is not stored here: pass it to `onTurnComplete` afterwards. */
+  message: ChatMessage;
+  /**
+   * The caller's view of the conversation so far, without the new message. When absent the stored turns are used.
+   * Leading `system` messages are the prefix and are always kept.
+   */
+  history?: ChatMessage[];
+  /** The time of the request (Date, ISO 8601 or epoch ms); resolves relative time expressions. Default: now. */
+  now?: Date | string | number;
+}
+
+/** Input of `onTurnComplete`, called after the LLM responded. */
+export interface TurnInput {
+  conversationId: string;
+  /**
+   * The whole history or only its tail (the last few messages). The engine stores only what is new and never
+   * stores a message twice: re-sending the same tail is a no-op.
+   */
+  messages: ChatMessage[];
+}
+
+/** What `onTurnComplete` did. */
+export interface TurnReport {
+  conversationId: string;
+  /** How many messages were new and stored. */
+  stored: number;
+  /** How many were already stored and skipped. */
+  skipped: number;
+  /** The ids of the stored messages, in order. */
+  storedIds: string[];
+  /** How many turns the conversation holds now. */
+  totalTurns: number;
+  /** Compaction figures; `null` while no compaction ran (the compaction issue fills this). */
+  compaction: null;
+}
+
+/** The token budget of one assembled request; every figure is counted with the configured tokenizer. */
+export interface BudgetBreakdown {
+  /** `contextWindow`. */
+  window: number;
+  /** `reserveTokens`: kept free for the reply. */
+  reserve: number;
+  /** `window − reserve`: what the request may use. */
+  available: number;
+  /** Leading system messages of the history. */
+  prefix: number;
+  /** `prependText` (the recalled-memory block), counted as one more system message. */
+  memory: number;
+  /** History messages other than the prefix and the new message. */
+  history: number;
+  /** The new message. */
+  message: number;
+  /** Tokens the chat format adds once per request (reply priming). */
+  overhead: number;
+  /** `prefix + memory + history + message + overhead`; never above `available`. */
+  total: number;
+  /** `available − total`. */
+  free: number;
+  /** The encoding counted with. */
+  encoding: string;
+  /** False when the model is unknown and counts are an estimate with a safety margin. */
+  exact: boolean;
+}
+
+/** What a manifest entry is. */
+export type BlockKind = 'prefix' | 'recent' | 'history' | 'recall' | 'message';
+
+/** How a block scored; each part that ranked it. */
+export interface ScoreParts {
+  /** FTS5 BM25 relevance (higher is better; SQLite's sign flipped). */
+  bm25?: number;
+  /** 1-based rank among the retrieval hits. */
+  rank?: number;
+  /** Whether the block was the hit itself or was brought in as its neighbour. */
+  neighbour?: boolean;
+}
+
+/** One block of the assembled context. */
+export interface ManifestEntry {
+  kind: BlockKind;
+  /** Where the block went: into `prependText` or into `messages`. */
+  placement: 'prependText' | 'messages';
+  /** The ids of the stored messages it came from (caller ids when given). Empty for unstored history. */
+  sourceIds: string[];
+  tokens: number;
+  scores: ScoreParts;
+  /** Why it was included, in words. */
+  reason: string;
+}
+
+/** A candidate that was considered and left out. */
+export interface DroppedEntry {
+  kind: BlockKind;
+  sourceIds: string[];
+  /** For long runs of dropped history: the first and last id and how many. */
+  range?: { fromId: string; toId: string; count: number };
+  tokens: number;
+  scores: ScoreParts;
+  reason: 'budget' | 'duplicate' | 'orphaned-tool-result';
+}
+
+/** What `onMessageInbound` returns: the context to send, and why it is what it is. */
+export interface AssembledContext {
+  conversationId: string;
+  /** The memory block for the system prompt: delimited and labelled as prior conversation. Empty when none. */
+  prependText: string;
+  /** The history to send, ending with the new message. */
+  messages: ChatMessage[];
+  budget: BudgetBreakdown;
+  manifest: ManifestEntry[];
+  dropped: DroppedEntry[];
+  /** Tags of the message that matched stored tags (filled by the tagging issue). */
+  matchedTags: string[];
+  /** Whether the message asks about everything ("what did we discuss?"). */
+  broad: boolean;
+  /** Whether the message refers to a position in time ("at the beginning"). */
+  temporal: boolean;
+}
+
+/** A conversation as listed by `memory.conversations()`. */
+export interface ConversationInfo {
+  id: string;
+  turns: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seam: storage driver
+// ---------------------------------------------------------------------------------------------
+
+/** A value SQLite can bind or return. */
+export type SqlValue = string | number | bigint | Uint8Array | null;
+
+/** A row as an object of column name to value. */
+export type Row = Record<string, SqlValue>;
+
+/** One SQL statement with its parameters. */
+export interface Statement {
+  sql: string;
+  params?: readonly SqlValue[];
+}
+
+/**
+ * The one storage seam. A driver runs SQL on one SQLite database: sqlite-wasm in memory (Node, edge), sqlite-wasm
+ * on OPFS (browser worker), Durable Object SQL (edge). Methods may answer synchronously or with a promise.
+ */
+export interface StorageDriver {
+  /** A short name for messages and the manifest (`sqlite-wasm:memory`, `sqlite-wasm:opfs-sahpool`). */
+  readonly name: string;
+  /** Run one read statement and return its rows. */
+  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): MaybePromise<T[]>;
+  /** Run statements atomically: all of them or, on any error, none (one transaction). */
+  batch(statements: readonly Statement[]): MaybePromise<void>;
+  /** Release the database. Further calls fail with `ENGINE_CLOSED`. */
+  close(): MaybePromise<void>;
+}
+
+/** A driver, or a function that makes one (drivers that load WASM are made lazily). */
+export type StorageOption = StorageDriver | (() => MaybePromise<StorageDriver>);
+
+// ---------------------------------------------------------------------------------------------
+// Seam: tokenizer
+// ---------------------------------------------------------------------------------------------
+
+/** The encodings that ship with the tokenizer packages (no network needed). */
+export type EncodingName = 'o200k_base' | 'cl100k_base';
+
+/** Counts tokens the way the model will. */
+export interface Tokenizer {
+  /** Implementation name, e.g. `gpt-tokenizer` or `js-tiktoken`. */
+  readonly name: string;
+  readonly encoding: EncodingName;
+  /** False for an estimate (unknown model): counts then include a safety margin. */
+  readonly exact: boolean;
+  /** Key under which counts are cached in storage. Default: the encoding when exact; estimates without one are not cached. */
+  readonly cacheKey?: string;
+  /** Tokens of `text`, special-token look-alikes counted as plain text. */
+  count(text: string): number;
+}
+
+/** Which tokenizer implementation to use, or your own. */
+export type TokenizerOption = 'gpt-tokenizer' | 'js-tiktoken' | Tokenizer;
+
+// ---------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------
+
+/** Options of `createMemory()` (and of `connect()`, minus what cannot cross a worker boundary). */
+export interface MemoryOptions {
+  /** The model's context window in tokens. Default 128,000. */
+  contextWindow?: number;
+  /** Tokens kept free for the reply. Default `min(4096, contextWindow / 4)`. */
+  reserveTokens?: number;
+  /** Tokens of recalled memory at most (`prependText`). Default `min(4096, available / 4)`. */
+  memoryTokens?: number;
+  /**
+   * The model, to pick its encoding: gpt-4o, gpt-4.1, gpt-5, o1/o3/o4 → o200k_base; gpt-4, gpt-3.5 → cl100k_base;
+   * anything else → an o200k_base estimate times `estimateMargin`.
+   */
+  model?: string;
+  /** The encoding, overriding `model`. Default o200k_base. */
+  encoding?: EncodingName;
+  /** Safety margin for unknown models' estimates. Default 1.25. */
+  estimateMargin?: number;
+  /** Tokenizer implementation. Default `gpt-tokenizer` (same counts as js-tiktoken, faster: see README). */
+  tokenizer?: TokenizerOption;
+  /** The most recent turns always sent verbatim when they fit. Default 6. */
+  protectedRecentTurns?: number;
+  /** Share of the window above which compaction runs proactively. Default 0.70. */
+  softThreshold?: number;
+  /** Share of the window above which compaction runs before returning. Default 0.85. */
+  hardThreshold?: number;
+  /** Where turns live. Default: sqlite-wasm in memory. */
+  storage?: StorageOption;
+  /** The largest message accepted, in UTF-8 bytes. Default 1 MiB. */
+  maxMessageBytes?: number;
+}

@@ -1,0 +1,23 @@
+import type { Memory } from './engine.js';
+import type { MemoryOptions } from './types.js';
+
+/** Where the worker keeps the database. */
+export interface WorkerStorageOptions {
+  /** `opfs-sahpool` (default; persists) or `memory` (gone when the worker ends). */
+  vfs?: 'opfs-sahpool' | 'memory';
+  /** OPFS directory of the pool. Default `.pagewise`; one tab at a time may hold a directory. */
+  directory?: string;
+  /** Database name inside the pool. Default `pagewise.sqlite3`. */
+  filename?: string;
+}
+
+/** Options that cross into the worker: plain data only (no functions, no driver objects). */
+export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer'> {
+  tokenizer?: 'gpt-tokenizer' | 'js-tiktoken';
+  storage?: WorkerStorageOptions;
+}
+
+/** What the worker exposes over Comlink: `open` once, then the Memory methods. */
+export interface WorkerApi extends Memory {
+  open(options: WorkerMemoryOptions): Promise<void>;
+}

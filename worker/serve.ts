@@ -1,0 +1,43 @@
+import { expose } from 'comlink';
+import { installErrorTransfer } from '../src/_comlink-errors.js';
+import { type Memory, createMemory } from '../src/engine.js';
+import { PagewiseError } from '../src/errors.js';
+import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
+import type { StorageOption } from '../src/types.js';
+import type { WorkerApi, WorkerMemoryOptions } from '../src/worker-protocol.js';
+
+/**
+ * Serves the engine from inside a dedicated worker, on OPFS by default. Call it once in your worker module;
+ * `connect()` from `pagewise/client` talks to it.
+ *
+ * @example
+ * // my-memory.worker.ts
+ * import { serveMemory } from 'pagewise/worker';
+ * serveMemory();
+ * // page: connect({ worker: new Worker(new URL('./my-memory.worker.ts', import.meta.url), { type: 'module' }) })
+ */
+export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
+  installErrorTransfer();
+  let memory: Memory | undefined;
+  const ready = (): Memory => {
+    if (!memory) throw new PagewiseError('ENGINE_CLOSED', 'worker', 'The worker has no open memory: call connect() first (or again after close()).');
+    return memory;
+  };
+  const api: WorkerApi = {
+    async open(options: WorkerMemoryOptions) {
+      if (memory) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
+      const { storage, ...rest } = options ?? {};
+      memory = await createMemory({ ...rest, storage: overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage }) });
+    },
+    onMessageInbound: (input) => ready().onMessageInbound(input),
+    onTurnComplete: (input) => ready().onTurnComplete(input),
+    conversations: () => ready().conversations(),
+    turns: (conversationId, range) => ready().turns(conversationId, range),
+    async close() {
+      const m = memory;
+      memory = undefined;
+      await m?.close();
+    },
+  };
+  expose(api);
+}
