@@ -185,24 +185,26 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
 
 /**
  * Of the messages after the stored overlap, those not stored yet. A caller id seen before is skipped when the
- * content is the same and refused (ID_CONFLICT) when it differs: stored turns are never rewritten.
+ * content is the same and refused (ID_CONFLICT) when it differs, wherever it sits in the list: stored turns are
+ * never rewritten.
  */
 async function newTurns(store: TurnStore, conversationId: string, all: ChatMessage[], hashes: string[], from: number): Promise<{ message: ChatMessage; hash: string }[]> {
-  const messages = all.slice(from);
-  const ids = messages.flatMap((m) => (m.id ? [m.id] : []));
+  const ids = all.flatMap((m) => (m.id ? [m.id] : []));
   const known = new Map((await store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
   const out: { message: ChatMessage; hash: string }[] = [];
-  messages.forEach((message, i) => {
-    const hash = hashes[from + i]!;
+  all.forEach((message, i) => {
+    const hash = hashes[i]!;
     if (message.id !== undefined) {
       const seen = known.get(message.id);
-      if (seen === hash) return;
-      if (seen !== undefined) {
+      if (seen !== undefined && seen !== hash) {
         throw new PagewiseError('ID_CONFLICT', MODULE,
           `Message id "${message.id}" is already stored with different content. Stored turns are append-only: send an edit as a new message with a new id.`,
-          { path: `messages[${from + i}].id` });
+          { path: `messages[${i}].id` });
       }
+      if (seen !== undefined || i < from) return;
       known.set(message.id, hash);
+    } else if (i < from) {
+      return;
     }
     out.push({ message, hash });
   });

@@ -23,8 +23,12 @@ const pools = new Map<string, SAHPoolUtil>();
 
 function loadSqlite3(): Promise<Sqlite3Static> {
   // The types declare init() without parameters, but the runtime takes Emscripten options.
-  sqlite3Promise ??= import('@sqlite.org/sqlite-wasm').then((m) =>
-    (m.default as unknown as (opts: object) => Promise<Sqlite3Static>)({ print: () => {}, printErr: () => {} }));
+  sqlite3Promise ??= import('@sqlite.org/sqlite-wasm').then(async (m) => {
+    const sqlite3 = await (m.default as unknown as (opts: object) => Promise<Sqlite3Static>)({ print: () => {}, printErr: () => {} });
+    // Failed statements are also logged as warnings; pagewise reports them as typed errors instead.
+    (sqlite3 as unknown as { config: { warn: () => void } }).config.warn = () => {};
+    return sqlite3;
+  });
   return sqlite3Promise;
 }
 

@@ -1,0 +1,123 @@
+import { migrate, SCHEMA_VERSION } from '../../src/store/schema.js';
+import type { StorageDriver } from '../../src/types.js';
+import { equal, ok, rejectsWith } from './assert.js';
+
+/** One conformance case: gets a fresh, empty driver. */
+export interface DriverCase {
+  name: string;
+  run(driver: StorageDriver): Promise<void>;
+}
+
+/**
+ * The StorageDriver conformance suite. Every driver runs it: sqlite-wasm in memory (Node), sqlite-wasm on OPFS
+ * inside a real Worker (Chromium), Durable Object SQL (workerd, with the edge issue).
+ */
+export const storageDriverCases: DriverCase[] = [
+  {
+    name: 'round-trips every value type',
+    async run(d) {
+      await d.batch([{ sql: 'CREATE TABLE v (t TEXT, i INTEGER, r REAL, n TEXT, b BLOB)' }]);
+      const blob = new Uint8Array([0, 1, 2, 254, 255]);
+      const text = 'naïve café — 日本語 🧠 "quotes" \'single\' \u0000nul';
+      await d.batch([{ sql: 'INSERT INTO v VALUES (?, ?, ?, ?, ?)', params: [text, 9007199254740991, 3.25, null, blob] }]);
+      const rows = await d.query('SELECT t, i, r, n, b FROM v');
+      equal(rows.length, 1, 'one row');
+      const row = rows[0]!;
+      equal(row.t, text, 'text');
+      equal(Number(row.i), 9007199254740991, 'integer');
+      equal(row.r, 3.25, 'real');
+      equal(row.n, null, 'null');
+      ok(row.b instanceof Uint8Array, 'blob comes back as Uint8Array');
+      equal(Array.from(row.b as Uint8Array), Array.from(blob), 'blob bytes');
+    },
+  },
+  {
+    name: 'binds parameters and returns rows as objects in order',
+    async run(d) {
+      await d.batch([
+        { sql: 'CREATE TABLE p (k INTEGER, v TEXT)' },
+        ...[3, 1, 2].map((k) => ({ sql: 'INSERT INTO p VALUES (?, ?)', params: [k, `v${k}`] })),
+      ]);
+      equal(await d.query('SELECT k, v FROM p WHERE k >= ? ORDER BY k', [2]), [{ k: 2, v: 'v2' }, { k: 3, v: 'v3' }], 'rows');
+      equal(await d.query('SELECT k FROM p WHERE k > 10'), [], 'no rows');
+    },
+  },
+  {
+    name: 'batch is atomic: one failing statement rolls back all of it',
+    async run(d) {
+      await d.batch([{ sql: 'CREATE TABLE a (k INTEGER PRIMARY KEY)' }, { sql: 'INSERT INTO a VALUES (1)' }]);
+      await rejectsWith(() => d.batch([
+        { sql: 'INSERT INTO a VALUES (2)' },
+        { sql: 'INSERT INTO a VALUES (1)' },
+      ]), 'STORAGE_ERROR', 'duplicate key');
+      equal(await d.query('SELECT k FROM a ORDER BY k'), [{ k: 1 }], 'only the committed row');
+      await d.batch([{ sql: 'INSERT INTO a VALUES (3)' }]);
+      equal((await d.query('SELECT COUNT(*) AS n FROM a'))[0]!.n, 2, 'usable after a rollback');
+      await d.batch([]);
+    },
+  },
+  {
+    name: 'SQL errors are STORAGE_ERROR naming the statement',
+    async run(d) {
+      const e = await rejectsWith(() => d.query('SELECT * FROM missing_table'), 'STORAGE_ERROR', 'missing table');
+      ok(/missing_table/.test(e.message), 'message names the table');
+    },
+  },
+  {
+    name: 'FTS5 with porter stemming, bm25 and column weights',
+    async run(d) {
+      await d.batch([
+        { sql: "CREATE VIRTUAL TABLE f USING fts5(text, name, content='', tokenize='porter unicode61 remove_diacritics 2')" },
+        { sql: 'INSERT INTO f (rowid, text, name) VALUES (?, ?, ?)', params: [1, 'I went running at the races', 'Caroline'] },
+        { sql: 'INSERT INTO f (rowid, text, name) VALUES (?, ?, ?)', params: [2, 'Cooking pasta tonight', 'Melanie'] },
+        { sql: 'INSERT INTO f (rowid, text, name) VALUES (?, ?, ?)', params: [3, 'The café had great crêpes', 'Caroline'] },
+      ]);
+      const hits = await d.query<{ rowid: number; s: number }>("SELECT rowid, bm25(f, 1.0, 0.5) AS s FROM f WHERE f MATCH ? ORDER BY s", ['"race" OR "run"']);
+      equal(hits.map((h) => h.rowid), [1], 'stemmed match');
+      ok(hits[0]!.s < 0, 'bm25 is negative (lower is better)');
+      equal((await d.query("SELECT rowid FROM f WHERE f MATCH ?", ['"cafe"'])).map((r) => r.rowid), [3], 'diacritics folded');
+      equal((await d.query("SELECT rowid FROM f WHERE f MATCH ? ORDER BY rowid", ['"caroline"'])).map((r) => r.rowid), [1, 3], 'speaker column searchable');
+    },
+  },
+  {
+    name: 'JSON1 functions',
+    async run(d) {
+      const rows = await d.query("SELECT json_extract(?, '$.a[1]') AS x, json_array_length(?) AS n", ['{"a":[1,"two"]}', '[1,2,3]']);
+      equal(rows[0], { x: 'two', n: 3 }, 'json_extract / json_array_length');
+    },
+  },
+  {
+    name: 'a 1 MiB text round-trips',
+    async run(d) {
+      const big = 'x'.repeat(1024 * 1024 - 3) + 'end';
+      await d.batch([{ sql: 'CREATE TABLE big (t TEXT)' }, { sql: 'INSERT INTO big VALUES (?)', params: [big] }]);
+      const rows = await d.query<{ n: number; tail: string }>('SELECT length(t) AS n, substr(t, -3) AS tail FROM big');
+      equal(rows[0], { n: big.length, tail: 'end' }, 'length and tail');
+    },
+  },
+  {
+    name: 'pagewise schema migrates once and refuses edits to canonical turns',
+    async run(d) {
+      await migrate(d);
+      await migrate(d);
+      equal(await d.query("SELECT value FROM pagewise_meta WHERE key = 'schema_version'"), [{ value: String(SCHEMA_VERSION) }], 'version');
+      await d.batch([
+        { sql: "INSERT INTO conversations VALUES ('c', 'x', 'x')" },
+        { sql: `INSERT INTO turns (conversation_id, seq, id, role, content, created_at, created_ms, stored_at, content_hash, text)
+                VALUES ('c', 0, 't0', 'user', '"hi"', 'x', 0, 'x', 'h', 'hi')` },
+      ]);
+      await rejectsWith(() => d.batch([{ sql: "UPDATE turns SET text = 'changed'" }]), 'STORAGE_ERROR', 'update refused');
+      await rejectsWith(() => d.batch([{ sql: 'DELETE FROM turns' }]), 'STORAGE_ERROR', 'delete refused');
+      equal(await d.query('SELECT text FROM turns'), [{ text: 'hi' }], 'turn unchanged');
+    },
+  },
+  {
+    name: 'after close, calls fail with ENGINE_CLOSED',
+    async run(d) {
+      await d.close();
+      await rejectsWith(() => d.query('SELECT 1'), 'ENGINE_CLOSED', 'query after close');
+      await rejectsWith(() => d.batch([{ sql: 'SELECT 1' }]), 'ENGINE_CLOSED', 'batch after close');
+      await d.close();
+    },
+  },
+];

@@ -1,0 +1,35 @@
+import { Tiktoken } from 'js-tiktoken/lite';
+import o200k from 'js-tiktoken/ranks/o200k_base';
+import { messageText } from '../../src/messages.js';
+import type { AssembledContext, ChatMessage } from '../../src/types.js';
+
+// An independent count, with the other tokenizer package, to check the engine's own accounting.
+const reference = new Tiktoken(o200k);
+export const refCount = (text: string): number => reference.encode(text, [], []).length;
+
+/** The request's tokens recounted from scratch: messages with markup, the memory block, reply priming. */
+export function recount(ctx: AssembledContext): number {
+  const messages = ctx.messages.reduce((n, m) => n + refCount(messageText(m)) + 3 + (m.name ? 1 : 0), 0);
+  const memory = ctx.prependText ? refCount(ctx.prependText) + 3 : 0;
+  return messages + memory + 3;
+}
+
+export function user(content: string, extra: Partial<ChatMessage> = {}): ChatMessage {
+  return { role: 'user', content, ...extra };
+}
+
+export function assistant(content: string, extra: Partial<ChatMessage> = {}): ChatMessage {
+  return { role: 'assistant', content, ...extra };
+}
+
+/** A deterministic pseudo-random generator (mulberry32), so generated cases are reproducible. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

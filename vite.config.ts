@@ -1,0 +1,49 @@
+/// <reference types="vitest/config" />
+import { resolve } from 'node:path';
+import { defineConfig, type Plugin } from 'vite';
+
+// `/` has no page of its own: send people to the demo.
+const demoAtRoot: Plugin = {
+  name: 'pagewise-demo-at-root',
+  configureServer(server) {
+    server.middlewares.use((req, res, next) => {
+      if (req.url === '/' || req.url === '/index.html') { res.statusCode = 302; res.setHeader('Location', '/demo/'); res.end(); return; }
+      next();
+    });
+  },
+  configurePreviewServer(server) {
+    server.middlewares.use((req, res, next) => {
+      if (req.url === '/' || req.url === '/index.html') { res.statusCode = 302; res.setHeader('Location', '/demo/'); res.end(); return; }
+      next();
+    });
+  },
+};
+
+export default defineConfig({
+  // A missing file must be a real 404, not index.html.
+  appType: 'mpa',
+  plugins: [demoAtRoot],
+  // sqlite-wasm finds its .wasm next to its own module: pre-bundling would move it.
+  optimizeDeps: { exclude: ['@sqlite.org/sqlite-wasm'] },
+  worker: { format: 'es' },
+  server: { port: 5173 },
+  preview: { port: 4179, strictPort: true },
+  build: {
+    outDir: '.demo-dist',
+    emptyOutDir: true,
+    target: 'es2022',
+    rollupOptions: {
+      input: {
+        demo: resolve(import.meta.dirname, 'demo/index.html'),
+        harness: resolve(import.meta.dirname, 'tests/browser/harness/index.html'),
+      },
+    },
+  },
+  test: {
+    include: ['tests/node/**/*.test.ts'],
+    environment: 'node',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+  },
+});
