@@ -92,21 +92,9 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
       historyLeft -= history[start]!.tokens;
     }
   }
-  // A tool result whose call was cut off would be rejected by the provider: drop it with the call.
-  let orphanEnd = start;
-  while (orphanEnd < history.length && history[orphanEnd]!.message.role === 'tool') orphanEnd++;
-  const orphans = history.slice(start, orphanEnd);
-  const kept = history.slice(orphanEnd);
-  const keptOlder = history.slice(orphanEnd, Math.max(orphanEnd, protectedStart));
-  const keptRecent = history.slice(Math.max(orphanEnd, protectedStart));
-  const cut = droppedHistory(history.slice(0, start), 'budget');
-  if (cut) dropped.push(cut);
-  const orphanDrop = droppedHistory(orphans, 'orphaned-tool-result');
-  if (orphanDrop) dropped.push(orphanDrop);
-
   // Recalled memory: greedy by rank within the budget, then rendered chronologically and counted whole.
   const sent = new Set<number>();
-  for (const item of kept) if (item.seq !== null) sent.add(item.seq);
+  for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
   const blocks = memoryBudget > TOKENS_PER_MESSAGE ? await input.recall(sent) : [];
   const chosen: { block: RecallBlock; text: string; tokens: number }[] = [];
   let memoryEstimate = blockTokens(tokenizer, renderMemory(['']));
@@ -130,6 +118,27 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const worst = chosen.pop()!;
     dropped.push({ kind: 'recall', sourceIds: worst.block.turns.map((t) => t.id), tokens: worst.tokens, scores: worst.block.scores, reason: 'budget' });
   }
+
+  // Memory budget that recall left unused goes back to older history, up to the first turn already recalled.
+  const recalled = new Set(chosen.flatMap((c) => c.block.turns.map((t) => t.seq)));
+  let spare = memoryBudget - memoryTokens;
+  while (start > 0 && start <= protectedFloor && history[start - 1]!.tokens <= spare && !recalled.has(history[start - 1]!.seq ?? -1)) {
+    start--;
+    spare -= history[start]!.tokens;
+  }
+
+  // A tool result whose call was cut off would be rejected by the provider: drop it with the call.
+  let orphanEnd = start;
+  while (orphanEnd < history.length && history[orphanEnd]!.message.role === 'tool') orphanEnd++;
+  const orphans = history.slice(start, orphanEnd);
+  const kept = history.slice(orphanEnd);
+  const keptOlder = history.slice(orphanEnd, Math.max(orphanEnd, protectedStart));
+  const keptRecent = history.slice(Math.max(orphanEnd, protectedStart));
+  const cut = droppedHistory(history.slice(0, start), 'budget');
+  if (cut) dropped.push(cut);
+  const orphanDrop = droppedHistory(orphans, 'orphaned-tool-result');
+  if (orphanDrop) dropped.push(orphanDrop);
+
 
   if (input.prefix.length > 0) {
     manifest.push({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, reason: 'system prefix: always sent' });

@@ -1,0 +1,17 @@
+import type { AssembledContext } from '../src/types.js';
+
+// With no LLM configured the demo still answers: it reports what the memory gave it and quotes the best recalled
+// line, so what paging-in does is visible. (LLM settings come with the demo issue.)
+export function offlineReply(ctx: AssembledContext, question: string): string {
+  const recalled = ctx.manifest.filter((e) => e.kind === 'recall');
+  const lines = ctx.prependText.split('\n').filter((l) => l.startsWith('['));
+  const words = new Set(question.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
+  let best = '';
+  let bestScore = 0;
+  for (const line of lines) {
+    const score = (line.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []).filter((w) => words.has(w)).length;
+    if (score > bestScore) { best = line; bestScore = score; }
+  }
+  const head = `(offline responder) ${ctx.messages.length - 1} earlier messages are in context and ${recalled.length} excerpt${recalled.length === 1 ? ' was' : 's were'} recalled; ${ctx.budget.total} of ${ctx.budget.available} tokens used.`;
+  return best ? `${head}\nFrom memory: ${best.replace(/^\[[^\]]*\]\s*/, '')}` : head;
+}

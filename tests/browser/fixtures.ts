@@ -1,0 +1,38 @@
+import { test as base, expect, type Page } from '@playwright/test';
+
+type Outcome = { value?: unknown; error?: { name: string; code?: string; path?: string; message: string } };
+
+/** Calls into the harness page (tests/browser/harness). */
+export function harness(page: Page) {
+  return {
+    open: (options: object = {}) => page.evaluate((o) => (globalThis as any).harness.open(o), options) as Promise<Outcome>,
+    call: (method: string, ...args: unknown[]) => page.evaluate(([m, a]) => (globalThis as any).harness.call(m, ...(a as unknown[])), [method, args] as const) as Promise<Outcome>,
+    close: () => page.evaluate(() => (globalThis as any).harness.close()) as Promise<Outcome>,
+    wipe: (dirs: string[]) => page.evaluate((d) => (globalThis as any).harness.wipe(d), dirs),
+    opfsEntries: () => page.evaluate(() => (globalThis as any).harness.opfsEntries()) as Promise<string[]>,
+    conformance: () => page.evaluate(() => (globalThis as any).harness.conformance()) as Promise<{ driver: string; results: { name: string; ok: boolean; error?: string }[] }>,
+  };
+}
+
+/**
+ * Every test runs with requests outside the preview server blocked and recorded: pagewise must never reach a CDN
+ * or a model hub. Requests from workers go through the context, so they are caught too.
+ */
+export const test = base.extend<{ external: string[] }>({
+  external: async ({ context, baseURL }, use) => {
+    const external: string[] = [];
+    await context.route((url) => !url.href.startsWith(baseURL!), (route) => {
+      external.push(route.request().url());
+      return route.abort();
+    });
+    await use(external);
+    expect(external, 'requests outside the local server').toEqual([]);
+  },
+});
+
+export async function openHarness(page: Page): Promise<void> {
+  await page.goto('/tests/browser/harness/');
+  await expect(page.locator('body[data-ready="true"]')).toBeAttached();
+}
+
+export { expect };

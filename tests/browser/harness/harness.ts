@@ -1,0 +1,48 @@
+// Exposes the client API to Playwright. page.evaluate() cannot return live objects or keep an error's `code`, so
+// calls go through `harness.call(...)`, which answers { value } or { error: { name, code, path, message } }.
+import { connect, type ConnectOptions, type Memory } from '../../../src/client.js';
+
+type Outcome = { value?: unknown; error?: { name: string; code?: string; path?: string; message: string } };
+
+let memory: Memory | undefined;
+
+async function settle(fn: () => Promise<unknown>): Promise<Outcome> {
+  try {
+    return { value: await fn() };
+  } catch (e) {
+    const err = e as { name: string; code?: string; path?: string; message: string };
+    return { error: { name: err.name, code: err.code, path: err.path, message: err.message } };
+  }
+}
+
+const harness = {
+  open: (options: ConnectOptions = {}) => settle(async () => { memory = await connect(options); return true; }),
+  call: (method: keyof Memory, ...args: unknown[]) => settle(async () => {
+    if (!memory) throw new Error('harness: open() first');
+    return (memory[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+  }),
+  close: () => settle(async () => { await memory?.close(); memory = undefined; return true; }),
+  /** Runs the StorageDriver conformance suite on OPFS inside a dedicated worker. */
+  conformance: () => new Promise<unknown>((resolve, reject) => {
+    const worker = new Worker(new URL('./conformance.worker.ts', import.meta.url), { type: 'module' });
+    worker.onmessage = (e) => { worker.terminate(); resolve(e.data); };
+    worker.onerror = (e) => { worker.terminate(); reject(new Error(e.message)); };
+    worker.postMessage('run');
+  }),
+  /** Deletes OPFS directories (fixtures clean up after themselves). */
+  wipe: async (directories: string[]) => {
+    const root = await navigator.storage.getDirectory();
+    for (const d of directories) await root.removeEntry(d, { recursive: true }).catch(() => undefined);
+    return true;
+  },
+  /** Names at the OPFS root, to check that fixtures left nothing behind. */
+  opfsEntries: async () => {
+    const root = await navigator.storage.getDirectory() as FileSystemDirectoryHandle & { keys(): AsyncIterable<string> };
+    const names: string[] = [];
+    for await (const name of root.keys()) names.push(name);
+    return names;
+  },
+};
+
+(globalThis as unknown as { harness: typeof harness }).harness = harness;
+document.body.dataset.ready = 'true';

@@ -1,0 +1,31 @@
+import { defineConfig } from '@playwright/test';
+
+const port = 4179;
+
+// Debian's Chromium (apt package `chromium`): Playwright cannot download browsers here. The background-networking
+// flags keep Chromium from dialling out, which this machine's closed network refuses.
+export default defineConfig({
+  testDir: '.',
+  testMatch: '*.spec.ts',
+  timeout: 60_000,
+  workers: 1,
+  forbidOnly: !!process.env.CI,
+  reporter: [['list']],
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    browserName: 'chromium',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync'],
+    },
+  },
+  // A production build served by `vite preview`: the dev server's dependency re-optimisation reloads pages mid-test.
+  webServer: {
+    command: `npx vite build && npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
+    cwd: '../..',
+    url: `http://127.0.0.1:${port}/tests/browser/harness/`,
+    reuseExistingServer: !process.env.CI,
+    timeout: 180_000,
+  },
+});

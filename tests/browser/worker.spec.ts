@@ -1,0 +1,90 @@
+import { storageDriverCases } from '../conformance/storage-driver.js';
+import { expect, harness, openHarness, test } from './fixtures.js';
+
+test('StorageDriver conformance suite passes on OPFS inside a real Worker', async ({ page, external: _ }) => {
+  await openHarness(page);
+  const h = harness(page);
+  const report = await h.conformance();
+  expect(report.driver).toBe('sqlite-wasm:opfs-sahpool');
+  expect(report.results.map((r) => r.name)).toEqual(storageDriverCases.map((c) => c.name));
+  for (const r of report.results) expect(r, r.name).toEqual({ name: r.name, ok: true });
+  expect((await h.opfsEntries()).filter((n) => n.startsWith('.pagewise-conformance'))).toEqual([]);
+});
+
+test('turns stored on OPFS survive a reload and are retrieved by a new connect()', async ({ page, external: _ }) => {
+  const directory = '.pagewise-test-reload';
+  await openHarness(page);
+  const h = harness(page);
+  try {
+    expect(await h.open({ storage: { directory } })).toEqual({ value: true });
+    const messages = [
+      { role: 'user', content: 'My locker combination is 31-7-22.', name: 'Dana', id: 'm1' },
+      { role: 'assistant', content: 'Noted, I will remember the locker combination.', id: 'm2' },
+      ...Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `Unrelated chatter number ${i} about the weather and lunch.`, id: `f${i}` })),
+    ];
+    const report = await h.call('onTurnComplete', { conversationId: 'c1', messages });
+    expect(report.value).toMatchObject({ stored: 42, totalTurns: 42 });
+
+    await page.reload();
+    await expect(page.locator('body[data-ready="true"]')).toBeAttached();
+    expect(await h.open({ storage: { directory }, contextWindow: 600, reserveTokens: 100, memoryTokens: 200, protectedRecentTurns: 2 })).toEqual({ value: true });
+    const turns = await h.call('turns', 'c1');
+    expect((turns.value as { id: string }[]).map((t) => t.id)).toEqual(messages.map((m) => m.id));
+    expect((turns.value as { name?: string }[])[0]!.name).toBe('Dana');
+    const ctx = (await h.call('onMessageInbound', { conversationId: 'c1', message: { role: 'user', content: 'What is my locker combination?' } })).value as {
+      prependText: string; manifest: { kind: string; sourceIds: string[] }[]; budget: { total: number; available: number };
+    };
+    expect(ctx.prependText).toContain('31-7-22');
+    expect(ctx.manifest.find((e) => e.kind === 'recall')!.sourceIds).toEqual(['m1', 'm2']);
+    expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
+    expect((await h.call('onTurnComplete', { conversationId: 'c1', messages: messages.slice(-2) })).value).toMatchObject({ stored: 0, skipped: 2 });
+  } finally {
+    await h.close();
+    await h.wipe([directory]);
+  }
+  expect(await h.opfsEntries()).not.toContain(directory);
+});
+
+test('errors keep their code and path across the worker boundary', async ({ page, external: _ }) => {
+  const directory = '.pagewise-test-errors';
+  await openHarness(page);
+  const h = harness(page);
+  try {
+    await h.open({ storage: { directory } });
+    const bad = await h.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'robot', content: 'beep' }] });
+    expect(bad.error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_ROLE', path: 'messages[0].role' });
+    expect(bad.error!.message).toMatch(/^\[pagewise\] \[messages\] messages\[0\]\.role: must be one of/);
+    expect((await h.call('turns', 'c')).error).toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
+    await h.close();
+    expect((await h.call('conversations')).error).toMatchObject({ message: 'harness: open() first' });
+    expect((await h.open({ contextWindow: 5, storage: { directory } })).error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_OPTIONS' });
+  } finally {
+    await h.close();
+    await h.wipe([directory]);
+  }
+});
+
+test('a second tab is refused with STORAGE_LOCKED until the first closes', async ({ page, context, external: _ }) => {
+  const directory = '.pagewise-test-lock';
+  await openHarness(page);
+  const first = harness(page);
+  const other = await context.newPage();
+  await openHarness(other);
+  const second = harness(other);
+  try {
+    expect(await first.open({ storage: { directory } })).toEqual({ value: true });
+    const refused = await second.open({ storage: { directory } });
+    expect(refused.error).toMatchObject({ name: 'PagewiseError', code: 'STORAGE_LOCKED' });
+    expect(refused.error!.message).toMatch(/another tab/);
+    expect((await second.open({ storage: { directory: `${directory}-other` } })).value).toBe(true);
+    await second.close();
+    await first.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'hello from tab one' }] });
+    await first.close();
+    expect(await second.open({ storage: { directory } })).toEqual({ value: true });
+    expect(((await second.call('turns', 'c')).value as { text: string }[])[0]!.text).toBe('hello from tab one');
+  } finally {
+    await first.close();
+    await second.close();
+    await second.wipe([directory, `${directory}-other`]);
+  }
+});
