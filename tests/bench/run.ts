@@ -1,0 +1,137 @@
+// npm run bench — replays ../shared/data through the public API and prints recall and latency figures.
+// Options: --only=locomo,longmemeval,synthetic,tokenizers  --window=8192  --reserve=1024
+import { createMemory } from '../../src/index.js';
+import { messageText } from '../../src/messages.js';
+import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
+import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
+import { createTurnStore } from '../../src/store/turn-store.js';
+import { createTokenizer } from '../../src/tokens/tokenizer.js';
+import type { ChatMessage, MemoryOptions } from '../../src/types.js';
+import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
+import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
+
+const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic').split(','));
+const options: MemoryOptions = { contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024) };
+const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
+const msgTokens = (m: { text: string; name?: string }) => tokenizer.count(m.text) + 3 + (m.name ? 1 : 0);
+
+async function timed<T>(list: number[], fn: () => Promise<T>): Promise<T> {
+  const t = performance.now();
+  const out = await fn();
+  list.push(performance.now() - t);
+  return out;
+}
+
+function ms(list: number[]): string {
+  return `p50 ${percentile(list, 50).toFixed(2)} ms, p95 ${percentile(list, 95).toFixed(2)} ms (n=${list.length})`;
+}
+
+async function recallBench(name: string, conversations: BenchConversation[]): Promise<void> {
+  const table = new Table();
+  const inbound: number[] = [];
+  const complete: number[] = [];
+  for (const conv of conversations) {
+    const driver = await sqliteWasm()();
+    const memory = await createMemory({ ...options, storage: driver });
+    const store = createTurnStore(driver);
+    for (const batch of conv.batches) await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
+    const turns = await store.range(conv.id, 0, 1_000_000);
+    const cost = new Map(turns.map((t) => [t.seq, msgTokens(t)]));
+    for (const q of conv.questions) {
+      const message: ChatMessage = { role: 'user', content: q.question };
+      const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message, ...(q.now ? { now: q.now } : {}) }));
+      const present = new Set(ctx.manifest.filter((e) => e.kind !== 'message').flatMap((e) => e.sourceIds));
+      const text = [ctx.prependText, ...ctx.messages.slice(0, -1).map(messageText)].join('\n');
+      const budget = ctx.budget.total - ctx.budget.message - ctx.budget.overhead - ctx.budget.prefix;
+      // Baselines get exactly the tokens pagewise used for memory and history.
+      const recent = new Set<string>();
+      let used = 0;
+      const recentText: string[] = [];
+      for (let i = turns.length - 1; i >= 0 && used + cost.get(turns[i]!.seq)! <= budget; i--) {
+        used += cost.get(turns[i]!.seq)!;
+        recent.add(turns[i]!.id);
+        recentText.push(turns[i]!.text);
+      }
+      const match = ftsMatch(queryTerms(q.question));
+      const hits = match ? await store.search(conv.id, match, 400) : [];
+      const bm25 = new Set<string>();
+      const bm25Text: string[] = [];
+      used = 0;
+      for (const h of hits) {
+        const t = turns[h.seq]!;
+        if (used + cost.get(t.seq)! > budget) continue;
+        used += cost.get(t.seq)!;
+        bm25.add(t.id);
+        bm25Text.push(t.text);
+      }
+      table.add(q.category, 'evidence', evidenceShare(q.evidence, present));
+      table.add(q.category, 'ev recent', evidenceShare(q.evidence, recent));
+      table.add(q.category, 'ev bm25', evidenceShare(q.evidence, bm25));
+      if (q.answer !== null) {
+        table.add(q.category, 'answer', answerShare(q.answer, text));
+        table.add(q.category, 'ans recent', answerShare(q.answer, recentText.join('\n')));
+        table.add(q.category, 'ans bm25', answerShare(q.answer, bm25Text.join('\n')));
+      }
+      table.add(q.category, 'tokens', ctx.budget.total);
+      table.add(q.category, 'memory', ctx.budget.memory);
+    }
+    await memory.close();
+  }
+  const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
+  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${options.contextWindow}, reserve ${options.reserveTokens} (baselines at pagewise's token count)`,
+    ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
+  console.log(`onMessageInbound ${ms(inbound)}`);
+  console.log(`onTurnComplete   ${ms(complete)}`);
+}
+
+async function tokenizerBench(): Promise<void> {
+  console.log('\nTokenizers (o200k_base; same counts, checked by tests/node/tokenizer.test.ts)');
+  const conversation = loadLocomo()[0]!.batches.flat().map(messageText).join('\n');
+  for (const impl of ['gpt-tokenizer', 'js-tiktoken'] as const) {
+    let t = performance.now();
+    const tk = await createTokenizer({ tokenizer: impl, encoding: 'o200k_base', margin: 1 });
+    tk.count('warm up');
+    const load = performance.now() - t;
+    const times: number[] = [];
+    let n = 0;
+    for (let i = 0; i < 5; i++) { t = performance.now(); n = tk.count(`${i} ${conversation}`); times.push(performance.now() - t); }
+    t = performance.now();
+    tk.count('='.repeat(5000));
+    const run = performance.now() - t;
+    console.log(`${impl.padEnd(13)} load ${load.toFixed(0)} ms · LoCoMo conv-26 (${n} tokens) ${percentile(times, 50).toFixed(1)} ms · 5,000 × "=" ${run.toFixed(0)} ms`);
+  }
+}
+
+async function syntheticBench(): Promise<void> {
+  const topics = ['database indexing', 'marathon training', 'tenant rights', 'sourdough baking', 'kubernetes upgrades', 'tax filing', 'guitar practice', 'garden planning', 'travel to Japan', 'react hooks'];
+  const complete: number[] = [];
+  const driver = await sqliteWasm()();
+  const memory = await createMemory({ ...options, storage: driver });
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const t0 = performance.now();
+  for (let i = 0; i < 5000; i++) {
+    const topic = topics[Math.floor(rand() * topics.length)]!;
+    await timed(complete, () => memory.onTurnComplete({ conversationId: 'synthetic', messages: [
+      { role: 'user', content: `Question ${i} about ${topic}: what should I do next about item ${Math.floor(rand() * 1000)}?` },
+      { role: 'assistant', content: `For ${topic}, step ${i}: check the details of item ${Math.floor(rand() * 1000)}, then write down what changed and why it matters for the plan.` },
+    ] }));
+  }
+  const ingest = (performance.now() - t0) / 1000;
+  const inbound: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const topic = topics[i % topics.length]!;
+    await timed(inbound, () => memory.onMessageInbound({ conversationId: 'synthetic', message: { role: 'user', content: `What did we say about ${topic} and item ${i * 7}?` } }));
+  }
+  await memory.close();
+  console.log(`\nSynthetic conversation: 10,000 turns ingested as 5,000 pairs in ${ingest.toFixed(1)} s`);
+  console.log(`onTurnComplete   ${ms(complete)}`);
+  console.log(`onMessageInbound at 10,000 turns, window ${options.contextWindow}: ${ms(inbound)}`);
+}
+
+console.log(`pagewise bench · node ${process.version} · ${new Date().toISOString()}`);
+if (only.has('tokenizers')) await tokenizerBench();
+if (only.has('locomo')) await recallBench('LoCoMo (dev: 5 conversations)', loadLocomo());
+if (only.has('longmemeval')) await recallBench('LongMemEval_S (dev: 60 questions, one haystack each)', loadLongMemEval());
+if (only.has('synthetic')) await syntheticBench();
