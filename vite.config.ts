@@ -2,21 +2,17 @@
 import { resolve } from 'node:path';
 import { defineConfig, type Plugin } from 'vite';
 
-// `/` has no page of its own: send people to the demo.
+// `/` has no page of its own: send people to the demo (dev server and preview alike).
+const toDemo = (req: { url?: string }, res: { statusCode: number; setHeader(k: string, v: string): void; end(): void }, next: () => void) => {
+  if (req.url !== '/' && req.url !== '/index.html') return next();
+  res.statusCode = 302;
+  res.setHeader('Location', '/demo/');
+  res.end();
+};
 const demoAtRoot: Plugin = {
   name: 'pagewise-demo-at-root',
-  configureServer(server) {
-    server.middlewares.use((req, res, next) => {
-      if (req.url === '/' || req.url === '/index.html') { res.statusCode = 302; res.setHeader('Location', '/demo/'); res.end(); return; }
-      next();
-    });
-  },
-  configurePreviewServer(server) {
-    server.middlewares.use((req, res, next) => {
-      if (req.url === '/' || req.url === '/index.html') { res.statusCode = 302; res.setHeader('Location', '/demo/'); res.end(); return; }
-      next();
-    });
-  },
+  configureServer(server) { server.middlewares.use(toDemo); },
+  configurePreviewServer(server) { server.middlewares.use(toDemo); },
 };
 
 export default defineConfig({

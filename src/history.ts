@@ -42,12 +42,13 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   while (prefixEnd < head.length && head[prefixEnd]!.role === 'system') prefixEnd++;
   const prefixTurns = head.slice(0, prefixEnd);
   const loaded: TurnRecord[] = [];
+  const counts = await storedTextTokens(store, tokenizer, prefixTurns);
   let before = Number.MAX_SAFE_INTEGER;
   let tokens = 0;
   while (tokens <= enough) {
     const page = (await store.before(conversationId, before, PAGE)).filter((t) => t.seq >= prefixEnd);
     if (page.length === 0) break;
-    const counts = await storedTextTokens(store, tokenizer, page);
+    for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     for (const t of page) {
       loaded.push(t);
       tokens += counts.get(t.rowid)!;
@@ -56,7 +57,6 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
     if (page.length < PAGE) break;
   }
   loaded.reverse();
-  const counts = await storedTextTokens(store, tokenizer, [...prefixTurns, ...loaded]);
   return {
     prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
     history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!)),
