@@ -139,7 +139,6 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   const orphanDrop = droppedHistory(orphans, 'orphaned-tool-result');
   if (orphanDrop) dropped.push(orphanDrop);
 
-
   if (input.prefix.length > 0) {
     manifest.push({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, reason: 'system prefix: always sent' });
   }

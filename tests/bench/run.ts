@@ -5,8 +5,10 @@ import { messageText } from '../../src/messages.js';
 import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { createTurnStore } from '../../src/store/turn-store.js';
+import { messageTokens } from '../../src/tokens/chat-format.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import type { ChatMessage, MemoryOptions } from '../../src/types.js';
+import type { TurnRecord } from '../../src/store/turn-store.js';
 import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
@@ -14,13 +16,33 @@ const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split
 const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic').split(','));
 const options: MemoryOptions = { contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024) };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
-const msgTokens = (m: { text: string; name?: string }) => tokenizer.count(m.text) + 3 + (m.name ? 1 : 0);
 
 async function timed<T>(list: number[], fn: () => Promise<T>): Promise<T> {
   const t = performance.now();
   const out = await fn();
   list.push(performance.now() - t);
   return out;
+}
+
+/**
+ * A baseline's context: turns taken in the given order while they fit `budget` tokens. A contiguous baseline stops
+ * at the first turn that does not fit; a ranked one skips it and tries the next.
+ */
+function fill(turns: Iterable<TurnRecord>, cost: Map<number, number>, budget: number, contiguous: boolean): { ids: Set<string>; text: string } {
+  const ids = new Set<string>();
+  const texts: string[] = [];
+  let used = 0;
+  for (const t of turns) {
+    const c = cost.get(t.seq)!;
+    if (used + c > budget) {
+      if (contiguous) break;
+      continue;
+    }
+    used += c;
+    ids.add(t.id);
+    texts.push(t.text);
+  }
+  return { ids, text: texts.join('\n') };
 }
 
 function ms(list: number[]): string {
@@ -37,7 +59,7 @@ async function recallBench(name: string, conversations: BenchConversation[]): Pr
     const store = createTurnStore(driver);
     for (const batch of conv.batches) await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
     const turns = await store.range(conv.id, 0, 1_000_000);
-    const cost = new Map(turns.map((t) => [t.seq, msgTokens(t)]));
+    const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer.count(t.text), t)]));
     for (const q of conv.questions) {
       const message: ChatMessage = { role: 'user', content: q.question };
       const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message, ...(q.now ? { now: q.now } : {}) }));
@@ -45,33 +67,17 @@ async function recallBench(name: string, conversations: BenchConversation[]): Pr
       const text = [ctx.prependText, ...ctx.messages.slice(0, -1).map(messageText)].join('\n');
       const budget = ctx.budget.total - ctx.budget.message - ctx.budget.overhead - ctx.budget.prefix;
       // Baselines get exactly the tokens pagewise used for memory and history.
-      const recent = new Set<string>();
-      let used = 0;
-      const recentText: string[] = [];
-      for (let i = turns.length - 1; i >= 0 && used + cost.get(turns[i]!.seq)! <= budget; i--) {
-        used += cost.get(turns[i]!.seq)!;
-        recent.add(turns[i]!.id);
-        recentText.push(turns[i]!.text);
-      }
+      const recent = fill([...turns].reverse(), cost, budget, true);
       const match = ftsMatch(queryTerms(q.question));
       const hits = match ? await store.search(conv.id, match, 400) : [];
-      const bm25 = new Set<string>();
-      const bm25Text: string[] = [];
-      used = 0;
-      for (const h of hits) {
-        const t = turns[h.seq]!;
-        if (used + cost.get(t.seq)! > budget) continue;
-        used += cost.get(t.seq)!;
-        bm25.add(t.id);
-        bm25Text.push(t.text);
-      }
+      const bm25 = fill(hits.map((h) => turns[h.seq]!), cost, budget, false);
       table.add(q.category, 'evidence', evidenceShare(q.evidence, present));
-      table.add(q.category, 'ev recent', evidenceShare(q.evidence, recent));
-      table.add(q.category, 'ev bm25', evidenceShare(q.evidence, bm25));
+      table.add(q.category, 'ev recent', evidenceShare(q.evidence, recent.ids));
+      table.add(q.category, 'ev bm25', evidenceShare(q.evidence, bm25.ids));
       if (q.answer !== null) {
         table.add(q.category, 'answer', answerShare(q.answer, text));
-        table.add(q.category, 'ans recent', answerShare(q.answer, recentText.join('\n')));
-        table.add(q.category, 'ans bm25', answerShare(q.answer, bm25Text.join('\n')));
+        table.add(q.category, 'ans recent', answerShare(q.answer, recent.text));
+        table.add(q.category, 'ans bm25', answerShare(q.answer, bm25.text));
       }
       table.add(q.category, 'tokens', ctx.budget.total);
       table.add(q.category, 'memory', ctx.budget.memory);
