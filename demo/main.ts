@@ -63,7 +63,7 @@ async function storedTurns(): Promise<StoredTurn[]> {
 
 async function renderTurns(): Promise<void> {
   const turns = await storedTurns();
-  const sent = new Set(last?.manifest.filter((e) => e.placement === 'messages').flatMap((e) => e.sourceIds));
+  const sent = new Set(last?.manifest.filter((e) => e.kind !== 'recall' && e.placement === 'messages').flatMap((e) => e.sourceIds));
   const recalled = new Set(last?.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds));
   const list = $('turns');
   list.replaceChildren(...turns.map((t) => {
@@ -102,7 +102,7 @@ function renderContext(ctx: AssembledContext): void {
   $('dropped').replaceChildren(...ctx.dropped.map((d) => Object.assign(document.createElement('li'), {
     textContent: `${d.kind}: ${d.range ? `${d.range.count} turns` : `${d.sourceIds.length} turns`}, ${d.tokens} tokens — ${d.reason}`,
   })));
-  $('prepend').textContent = ctx.prependText || '(nothing recalled: everything relevant is already in the messages)';
+  $('prepend').textContent = [ctx.prependText, ctx.recallText].filter(Boolean).join('\n\n') || '(nothing recalled: everything relevant is already in the messages)';
 }
 
 async function send(text: string): Promise<void> {

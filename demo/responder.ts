@@ -4,7 +4,7 @@ import type { AssembledContext } from '../src/types.js';
 // line, so what paging-in does is visible. (LLM settings come with the demo issue.)
 export function offlineReply(ctx: AssembledContext, question: string): string {
   const recalled = ctx.manifest.filter((e) => e.kind === 'recall');
-  const lines = ctx.prependText.split('\n').filter((l) => l.startsWith('['));
+  const lines = ctx.recallText.split('\n').filter((l) => l.startsWith('['));
   const words = new Set(question.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
   let best = '';
   let bestScore = 0;

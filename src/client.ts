@@ -1,6 +1,6 @@
 import { type Remote, releaseProxy, wrap } from 'comlink';
 import { installErrorTransfer } from './_comlink-errors.js';
-import type { Memory } from './engine.js';
+import type { AliasApi, Memory } from './engine.js';
 import { PagewiseError } from './errors.js';
 import type { WorkerApi, WorkerMemoryOptions } from './worker-protocol.js';
 
@@ -61,6 +61,14 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     onTurnComplete: (input) => open(() => remote.onTurnComplete(input)),
     conversations: () => open(() => remote.conversations()),
     turns: (conversationId, range) => open(() => remote.turns(conversationId, range)),
+    tags: (conversationId) => open(() => remote.tags(conversationId)),
+    // Comlink reaches nested members by path; its types see the property itself as a promise.
+    aliases: {
+      add: (alias, tag) => open(() => (remote.aliases as unknown as Remote<AliasApi>).add(alias, tag)),
+      remove: (alias) => open(() => (remote.aliases as unknown as Remote<AliasApi>).remove(alias)),
+      list: () => open(() => (remote.aliases as unknown as Remote<AliasApi>).list()),
+      suggest: (limit) => open(() => (remote.aliases as unknown as Remote<AliasApi>).suggest(limit)),
+    },
     async close() {
       if (closed) return;
       closed = true;

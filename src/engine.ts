@@ -3,16 +3,36 @@ import { PagewiseError } from './errors.js';
 import { callerHistory, itemFor, storedHistory } from './history.js';
 import { contentHash, describe, messageText, parseNow, validateConversationId, validateMessage } from './messages.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
-import { recallByKeywords } from './retrieval/retriever.js';
+import { topicsHint } from './assembly/topics-hint.js';
+import { openaiCompatible } from './llm/openai-compatible.js';
+import { sampleBroad } from './retrieval/broad.js';
+import { analyzeQuery } from './retrieval/query.js';
+import { recall } from './retrieval/retriever.js';
+import { keywordTagger } from './tags/keyword-tagger.js';
+import { llmTagger } from './tags/llm-tagger.js';
+import { type AliasSuggestion, createCanonicalizer } from './tags/tag-canonicalizer.js';
+import { createTagIndex } from './tags/tag-index.js';
+import { createTagRules } from './tags/tag-rules.js';
+import { type TagAlias, type TagStat, createTagStore } from './tags/tag-store.js';
 import { storedOverlap } from './store/reconcile.js';
 import { migrate } from './store/schema.js';
 import { type NewTurn, type TurnStore, createTurnStore, publicTurn } from './store/turn-store.js';
 import { countCacheKey } from './tokens/chat-format.js';
 import { createTokenizer } from './tokens/tokenizer.js';
 import type {
-  AssembledContext, ChatMessage, ConversationInfo, InboundInput, MemoryOptions, StorageDriver, StoredTurn, Tokenizer,
-  TurnInput, TurnReport,
+  AssembledContext, ChatMessage, ConversationInfo, InboundInput, LlmProvider, MemoryOptions, StorageDriver, StoredTurn,
+  Tagger, Tokenizer, TurnInput, TurnReport,
 } from './types.js';
+
+/** Tag aliases: `db` is read as `database` everywhere, in every conversation. */
+export interface AliasApi {
+  /** Records an alias and rewrites stored tags spelled that way. Both are canonicalized first. */
+  add(alias: string, tag: string): Promise<TagAlias>;
+  remove(alias: string): Promise<boolean>;
+  list(): Promise<TagAlias[]>;
+  /** Pairs of stored tags that look like spellings of one thing (edit distance, prefixes, hyphens). */
+  suggest(limit?: number): Promise<AliasSuggestion[]>;
+}
 
 /** The engine: the two hooks around an LLM call, plus inspection. Same methods in-process and over a worker. */
 export interface Memory {
@@ -24,6 +44,10 @@ export interface Memory {
   conversations(): Promise<ConversationInfo[]>;
   /** Stored turns of a conversation in order, from `from` (seq, default 0), at most `limit` (default 1000). */
   turns(conversationId: string, range?: { from?: number; limit?: number }): Promise<StoredTurn[]>;
+  /** Tags of a conversation with their statistics (units carrying each, first and last turn, last used), most used first. */
+  tags(conversationId: string): Promise<TagStat[]>;
+  /** Manual and detected tag aliases. */
+  readonly aliases: AliasApi;
   /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
   close(): Promise<void>;
 }
@@ -66,6 +90,18 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     throw cause;
   }
   const store = createTurnStore(driver);
+  const tagStore = createTagStore(driver);
+  const canonicalizer = createCanonicalizer(tagStore);
+  const llm: LlmProvider | undefined = opts.llm === undefined ? undefined
+    : 'complete' in opts.llm ? opts.llm : openaiCompatible(opts.llm);
+  const keyword = keywordTagger({ tagKeywords: opts.tagKeywords });
+  const taggers: Tagger[] = opts.tagger === 'keyword' ? [keyword]
+    : opts.tagger === 'llm' ? [llmTagger(llm!), keyword]
+    : [opts.tagger, ...(llm ? [llmTagger(llm)] : []), keyword];
+  const index = createTagIndex({ turns: store, tags: tagStore, canonicalizer, taggers, minTags: opts.minTags, maxTags: opts.maxTags });
+  const rules = createTagRules(opts.tagRules);
+  // The hint changes only every HINT_EVERY units, so the stable head of the prompt stays cacheable.
+  const hints = new Map<string, { key: number; text: string }>();
   let tokenizerPromise: Promise<Tokenizer> | undefined;
   const tokenizer = () => (tokenizerPromise ??= createTokenizer({ tokenizer: opts.tokenizer, encoding: opts.encoding, margin: opts.margin }));
   let closed = false;
@@ -78,6 +114,16 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     return run;
   };
 
+  const hintFor = async (conversationId: string, tok: Tokenizer): Promise<string> => {
+    if (opts.topicsHintTokens === 0) return '';
+    const key = Math.floor((await tagStore.unitCount(conversationId)) / HINT_EVERY);
+    const cached = hints.get(conversationId);
+    if (cached && cached.key === key) return cached.text;
+    const text = await topicsHint(tagStore, conversationId, opts.topicsHintTokens, tok);
+    hints.set(conversationId, { key, text });
+    return text;
+  };
+
   return {
     onMessageInbound(input) {
       return serial(async () => {
@@ -87,12 +133,17 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         if (args.history !== undefined && !Array.isArray(args.history)) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `history must be an array of messages (got ${describe(args.history)}).`, { path: 'history' });
         }
-        parseNow(args.now);
+        const now = parseNow(args.now);
+        const nowIso = new Date(now).toISOString();
         const tok = await tokenizer();
         const available = opts.contextWindow - opts.reserveTokens;
+        const text = messageText(message);
+        const query = await analyzeQuery({ turns: store, tags: tagStore, index, canonicalizer, minTags: opts.minTags, maxTags: opts.maxTags },
+          conversationId, text, now, nowIso);
+        const wide = query.intent.broad || query.intent.temporal;
         const view = args.history
           ? await callerHistory(store, tok, conversationId, args.history as unknown[], opts.maxMessageBytes)
-          : await storedHistory(store, tok, conversationId, available);
+          : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens);
         const prefixSeqs = view.prefix.flatMap((p) => (p.seq === null ? [] : [p.seq]));
         const assembled = await assemble({
           conversationId,
@@ -100,18 +151,26 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           window: opts.contextWindow,
           reserve: opts.reserveTokens,
           memoryTokens: opts.memoryTokens,
+          targetTokens: opts.targetTokens,
           protectedRecentTurns: opts.protectedRecentTurns,
           prefix: view.prefix,
           history: view.history,
+          historyComplete: view.complete,
           message: itemFor(message, null, tok),
-          recall: (exclude) => recallByKeywords(store, {
-            conversationId,
-            text: messageText(message),
-            exclude: new Set([...exclude, ...prefixSeqs]),
-            limit: RECALL_HITS,
-          }),
+          hint: await hintFor(conversationId, tok),
+          placement: opts.recallPlacement,
+          wide,
+          recall: async (exclude) => {
+            const excluded = new Set([...exclude, ...prefixSeqs]);
+            if (query.intent.broad) return { blocks: await sampleBroad({ turns: store, tags: tagStore }, conversationId, excluded, RECALL_HITS * 2), expired: [] };
+            return recall({ turns: store, tags: tagStore }, {
+              conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
+              exclude: excluded, limit: query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS, rules, nowMs: now,
+            });
+          },
         });
-        return { ...assembled, matchedTags: [], broad: false, temporal: false };
+        await tagStore.touch(conversationId, query.matchedTags, nowIso);
+        return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal };
       });
     },
 
@@ -143,6 +202,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           };
         });
         if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
+        if (await store.conversation(conversationId)) await index.indexNew(conversationId, now.toISOString());
         return {
           conversationId,
           stored: turns.length,
@@ -173,6 +233,26 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       });
     },
 
+    tags(conversationId) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        return tagStore.vocabulary(conversationId);
+      });
+    },
+
+    aliases: {
+      add: (alias, tag) => serial(() => {
+        if (typeof alias !== 'string' || typeof tag !== 'string' || !alias.trim() || !tag.trim()) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'aliases.add(alias, tag) takes two non-empty strings, e.g. aliases.add("db", "database").');
+        }
+        hints.clear();
+        return canonicalizer.add(alias, tag, new Date().toISOString());
+      }),
+      remove: (alias) => serial(() => canonicalizer.remove(String(alias))),
+      list: () => serial(() => canonicalizer.list()),
+      suggest: (limit) => serial(() => canonicalizer.suggest(limit)),
+    },
+
     async close() {
       if (closed) return;
       const pending = queue;
@@ -182,6 +262,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     },
   };
 }
+
+const HINT_EVERY = 16;
 
 /**
  * Of the messages after the stored overlap, those not stored yet. A caller id seen before is skipped when the

@@ -10,6 +10,8 @@ const PAGE = 256;
 export interface HistoryView {
   prefix: HistoryItem[];
   history: HistoryItem[];
+  /** Whether `history` reaches back to the start of the conversation. */
+  complete: boolean;
 }
 
 /** Token counts of stored turns' text, from the cache, counting (and caching) the ones missing. */
@@ -45,21 +47,23 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   const counts = await storedTextTokens(store, tokenizer, prefixTurns);
   let before = Number.MAX_SAFE_INTEGER;
   let tokens = 0;
+  let complete = false;
   while (tokens <= enough) {
     const page = (await store.before(conversationId, before, PAGE)).filter((t) => t.seq >= prefixEnd);
-    if (page.length === 0) break;
+    if (page.length === 0) { complete = true; break; }
     for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     for (const t of page) {
       loaded.push(t);
       tokens += counts.get(t.rowid)!;
     }
     before = page[page.length - 1]!.seq;
-    if (page.length < PAGE) break;
+    if (page.length < PAGE || before === prefixEnd) { complete = true; break; }
   }
   loaded.reverse();
   return {
     prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
     history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!)),
+    complete,
   };
 }
 
@@ -86,7 +90,7 @@ export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, conv
   }
   let prefixEnd = 0;
   while (prefixEnd < items.length && items[prefixEnd]!.message.role === 'system') prefixEnd++;
-  return { prefix: items.slice(0, prefixEnd), history: items.slice(prefixEnd) };
+  return { prefix: items.slice(0, prefixEnd), history: items.slice(prefixEnd), complete: true };
 }
 
 /** A message as a history item: stored ones carry their id and seq. */

@@ -1,6 +1,6 @@
 import { PagewiseError } from './errors.js';
 import { encodingForModel } from './tokens/tokenizer.js';
-import type { EncodingName, MemoryOptions, StorageOption, TokenizerOption } from './types.js';
+import type { EncodingName, LlmProvider, MemoryOptions, OpenAICompatibleOptions, StorageOption, TagRule, Tagger, TokenizerOption } from './types.js';
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {
@@ -15,10 +15,21 @@ export interface ResolvedOptions {
   hardThreshold: number;
   maxMessageBytes: number;
   storage: StorageOption | undefined;
+  targetTokens: number;
+  recallPlacement: 'message' | 'prependText';
+  /** 0 when the hint is off. */
+  topicsHintTokens: number;
+  llm: LlmProvider | OpenAICompatibleOptions | undefined;
+  tagger: 'keyword' | 'llm' | Tagger;
+  tagKeywords: Record<string, string[]>;
+  minTags: number;
+  maxTags: number;
+  tagRules: TagRule[];
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
-  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes']);
+  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'targetTokens', 'recallPlacement',
+  'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -78,7 +89,49 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
     && (typeof storage !== 'object' || storage === null || typeof storage.query !== 'function' || typeof storage.batch !== 'function')) {
     bad('storage', 'must be a StorageDriver ({ query, batch, close }) or a function returning one.');
   }
+  const targetTokens = int(options.targetTokens, 'targetTokens', 1, Math.min(available, Math.max(2048, Math.floor(contextWindow * 0.3))));
+  const recallPlacement = options.recallPlacement ?? 'message';
+  if (recallPlacement !== 'message' && recallPlacement !== 'prependText') bad('recallPlacement', `must be "message" or "prependText" (got ${String(recallPlacement)}).`);
+  const hint = options.topicsHint ?? true;
+  let topicsHintTokens = 0;
+  if (hint === true) topicsHintTokens = 200;
+  else if (typeof hint === 'object' && hint !== null) topicsHintTokens = int(hint.maxTokens, 'topicsHint.maxTokens', 20, 200);
+  else if (hint !== false) bad('topicsHint', 'must be true, false or { maxTokens }.');
+  const llm = options.llm;
+  if (llm !== undefined) {
+    const isProvider = typeof llm === 'object' && llm !== null && typeof (llm as LlmProvider).complete === 'function';
+    const isConfig = typeof llm === 'object' && llm !== null && typeof (llm as OpenAICompatibleOptions).baseUrl === 'string'
+      && /^https?:\/\//.test((llm as OpenAICompatibleOptions).baseUrl) && typeof (llm as OpenAICompatibleOptions).model === 'string';
+    if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }) or { baseUrl: "http(s)://…/v1", model, apiKey? }.');
+  }
+  const tagger = options.tagger ?? (llm ? 'llm' : 'keyword');
+  if (tagger !== 'keyword' && tagger !== 'llm' && (typeof tagger !== 'object' || tagger === null || typeof tagger.tag !== 'function')) {
+    bad('tagger', 'must be "keyword", "llm" or a Tagger ({ name, tag(request) }). The embedding tagger comes with embeddings.');
+  }
+  if (tagger === 'llm' && !llm) bad('tagger', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "keyword".');
+  const tagKeywords = options.tagKeywords ?? {};
+  if (typeof tagKeywords !== 'object' || tagKeywords === null || Object.values(tagKeywords).some((w) => !Array.isArray(w) || w.some((x) => typeof x !== 'string' || x.trim() === ''))) {
+    bad('tagKeywords', 'must map each tag to a list of non-empty words, e.g. { database: ["db", "sql"] }.');
+  }
+  const minTags = int(options.minTags, 'minTags', 0, 2);
+  const maxTags = int(options.maxTags, 'maxTags', 1, 8);
+  if (minTags > maxTags) bad('minTags', `(${minTags}) must not be above maxTags (${maxTags}).`);
+  const tagRules = options.tagRules ?? [];
+  if (!Array.isArray(tagRules) || tagRules.some((r) => typeof r !== 'object' || r === null || typeof r.match !== 'string' || r.match === ''
+    || (r.priority !== undefined && typeof r.priority !== 'number')
+    || (r.ttlDays !== undefined && r.ttlDays !== null && !(typeof r.ttlDays === 'number' && r.ttlDays > 0)))) {
+    bad('tagRules', 'must be a list of { match: "glob*", priority?: number, ttlDays?: number > 0 | null, summaryPrompt?: string }.');
+  }
   return {
+    targetTokens,
+    recallPlacement,
+    topicsHintTokens,
+    llm,
+    tagger,
+    tagKeywords,
+    minTags,
+    maxTags,
+    tagRules,
     contextWindow,
     reserveTokens,
     memoryTokens,

@@ -126,8 +126,10 @@ export interface BudgetBreakdown {
   available: number;
   /** Leading system messages of the history. */
   prefix: number;
-  /** `prependText` (the recalled-memory block), counted as one more system message. */
+  /** What pagewise injected: `prependText` (one more system message) and the recall message, if any. */
   memory: number;
+  /** Of `memory`, the `<context-topics>` hint. */
+  topics: number;
   /** History messages other than the prefix and the new message. */
   history: number;
   /** The new message. */
@@ -145,13 +147,25 @@ export interface BudgetBreakdown {
 }
 
 /** What a manifest entry is. */
-export type BlockKind = 'prefix' | 'recent' | 'history' | 'recall' | 'message';
+export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'message';
 
 /** How a block scored; each part that ranked it. */
 export interface ScoreParts {
+  /** Tag overlap: Σ IDF of the matched tags, related-tag matches at half weight. */
+  tagIdf?: number;
   /** FTS5 BM25 relevance (higher is better; SQLite's sign flipped). */
   bm25?: number;
-  /** 1-based rank among the retrieval hits. */
+  /** The block's speaker was named in the question. */
+  speaker?: boolean;
+  /** The block lies in the time window the question refers to (or at the position it names). */
+  time?: boolean;
+  /** Reciprocal rank fusion of the ranked lists above (Σ 1/(60 + rank)). */
+  fusion?: number;
+  /** Recency factor applied to the fused score (1 = newest). */
+  recency?: number;
+  /** Priority from the tag rules. */
+  priority?: number;
+  /** 1-based rank after fusion. */
   rank?: number;
   /** Whether the block was the hit itself or was brought in as its neighbour. */
   neighbour?: boolean;
@@ -160,12 +174,14 @@ export interface ScoreParts {
 /** One block of the assembled context. */
 export interface ManifestEntry {
   kind: BlockKind;
-  /** Where the block went: into `prependText` or into `messages`. */
+  /** Where the block went: into `prependText` or into `messages` (recall placed as a message counts as messages). */
   placement: 'prependText' | 'messages';
   /** The ids of the stored messages it came from (caller ids when given). Empty for unstored history. */
   sourceIds: string[];
   tokens: number;
   scores: ScoreParts;
+  /** The block's tags (for recalled blocks: its own tags; matched ones first). */
+  tags?: string[];
   /** Why it was included, in words. */
   reason: string;
 }
@@ -178,20 +194,28 @@ export interface DroppedEntry {
   range?: { fromId: string; toId: string; count: number };
   tokens: number;
   scores: ScoreParts;
-  reason: 'budget' | 'duplicate' | 'orphaned-tool-result';
+  reason: 'budget' | 'duplicate' | 'orphaned-tool-result' | 'unrelated' | 'expired';
 }
 
 /** What `onMessageInbound` returns: the context to send, and why it is what it is. */
 export interface AssembledContext {
   conversationId: string;
-  /** The memory block for the system prompt: delimited and labelled as prior conversation. Empty when none. */
+  /**
+   * For the system prompt, before your own: the stable part of memory (the `<context-topics>` hint, and recalled
+   * excerpts when `recallPlacement` is `prependText`). Empty when there is none. Send it as the first system message.
+   */
   prependText: string;
-  /** The history to send, ending with the new message. */
+  /**
+   * The messages to send after `prependText`: the system prefix, recent history, the recalled excerpts as one
+   * system message (delimited, labelled as prior conversation, never instructions) and the new message, last.
+   */
   messages: ChatMessage[];
+  /** The recalled excerpts block as placed (in `messages` or in `prependText`), '' when nothing was recalled. */
+  recallText: string;
   budget: BudgetBreakdown;
   manifest: ManifestEntry[];
   dropped: DroppedEntry[];
-  /** Tags of the message that matched stored tags (filled by the tagging issue). */
+  /** Tags of the message (and its related tags) that matched stored tags, canonical. */
   matchedTags: string[];
   /** Whether the message asks about everything ("what did we discuss?"). */
   broad: boolean;
@@ -265,6 +289,109 @@ export interface Tokenizer {
 export type TokenizerOption = 'gpt-tokenizer' | 'js-tiktoken' | Tokenizer;
 
 // ---------------------------------------------------------------------------------------------
+// Seam: tagger
+// ---------------------------------------------------------------------------------------------
+
+/** What a tagger is asked: one unit (a user turn with its replies) after a turn, or the new message before one. */
+export interface TagRequest {
+  /** The text to tag. Speaker names are written in front of each turn (`Caroline: …`). */
+  text: string;
+  /** `unit`: stored turns being indexed. `query`: an inbound message being matched against stored tags. */
+  kind: 'unit' | 'query';
+  /** Known tags of the conversation, most used first (vocabulary feedback: reuse these when the topic matches). */
+  vocabulary: readonly string[];
+  minTags: number;
+  maxTags: number;
+  /**
+   * The conversation's term statistics: how many turns there are and in how many each term occurs (canonical
+   * spelling). The keyword tagger prefers words that are rare in the conversation.
+   */
+  stats?: { turns: number; termFrequencies(terms: readonly string[]): Promise<ReadonlyMap<string, number>> };
+  /** Aborts the call (timeouts, closing the engine). */
+  signal?: AbortSignal;
+}
+
+/** A tagger's answer. Tags may be in any spelling: the engine canonicalizes them before storing or matching. */
+export interface TagResult {
+  /** Topics of the text. */
+  tags: string[];
+  /** Alternate terms someone might use later for the same things (`materialized views` → `caching`). */
+  relatedTags: string[];
+  /** Set by taggers that detect it: the message asks about everything ("what did we discuss?"). */
+  broad?: boolean;
+  /** Set by taggers that detect it: the message refers to a position in time ("early on"). */
+  temporal?: boolean;
+}
+
+/**
+ * Assigns topic tags. Built in: `keyword` (offline, always the last fallback) and `llm`; the embedding tagger
+ * plugs in here too. A tagger that throws or times out hands over to the next one.
+ */
+export interface Tagger {
+  /** Recorded with each unit it tagged (`keyword`, `llm:gpt-4o-mini`). */
+  readonly name: string;
+  tag(request: TagRequest): Promise<TagResult>;
+}
+
+/** A tag rule: what a family of tags is worth. The first rule whose pattern matches a tag applies to it. */
+export interface TagRule {
+  /** A glob over canonical tags (`architecture*`, `debug*`, `*`), matched with picomatch. */
+  match: string;
+  /** Higher is assembled first when the budget cannot hold every recalled block. Default 5. */
+  priority?: number;
+  /** Memory tagged only with expired tags stops being recalled after this many days (it is not deleted). */
+  ttlDays?: number | null;
+  /** Instructions for summaries of these tags (used by compaction). */
+  summaryPrompt?: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seam: LLM provider
+// ---------------------------------------------------------------------------------------------
+
+/** One message of a request to an LLM provider. */
+export interface LlmMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** A request to an LLM provider. */
+export interface LlmRequest {
+  messages: LlmMessage[];
+  /** Ask for a JSON object as the reply (`response_format: json_object` where the provider has it). */
+  json?: boolean;
+  maxTokens?: number;
+  temperature?: number;
+  signal?: AbortSignal;
+}
+
+/** A provider's reply. */
+export interface LlmResponse {
+  text: string;
+  model: string;
+  usage?: { inputTokens: number; outputTokens: number };
+}
+
+/** A chat-completion endpoint. Built in: `openaiCompatible()` (OpenAI, Ollama, LM Studio, vLLM). */
+export interface LlmProvider {
+  readonly name: string;
+  readonly model: string;
+  complete(request: LlmRequest): Promise<LlmResponse>;
+}
+
+/** An OpenAI-compatible endpoint as plain data, so it can cross to a worker (`connect()` options). */
+export interface OpenAICompatibleOptions {
+  /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1` (Ollama). */
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  /** Per request. Default 20,000 ms. */
+  timeoutMs?: number;
+  /** Extra headers (organization, project, proxies). */
+  headers?: Record<string, string>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Options
 // ---------------------------------------------------------------------------------------------
 
@@ -274,7 +401,7 @@ export interface MemoryOptions {
   contextWindow?: number;
   /** Tokens kept free for the reply. Default `min(4096, contextWindow / 4)`. */
   reserveTokens?: number;
-  /** Tokens of recalled memory at most (`prependText`). Default `min(4096, available / 4)`. */
+  /** Tokens of recalled excerpts at most. Default `min(4096, available / 4)`; broad and temporal questions may use more. */
   memoryTokens?: number;
   /**
    * The model, to pick its encoding: gpt-4o, gpt-4.1, gpt-5, o1/o3/o4 → o200k_base; gpt-4, gpt-3.5 → cl100k_base;
@@ -297,4 +424,30 @@ export interface MemoryOptions {
   storage?: StorageOption;
   /** The largest message accepted, in UTF-8 bytes. Default 1 MiB. */
   maxMessageBytes?: number;
+  /**
+   * The size an assembled request aims for when the question does not need more: recent turns and what the
+   * question recalls, not the whole window. Broad and temporal questions may use up to `contextWindow −
+   * reserveTokens`. Default `max(2048, 30% of contextWindow)`, at most what is available.
+   */
+  targetTokens?: number;
+  /**
+   * Where recalled excerpts go. `message` (default): a system message just before the new message, so the stable
+   * part (`prependText`) stays first and a provider's prompt cache keeps hitting. `prependText`: appended to
+   * `prependText`, for providers without system messages inside the conversation.
+   */
+  recallPlacement?: 'message' | 'prependText';
+  /** The `<context-topics>` hint in `prependText`: on (default), off, or its token cap (default 200). */
+  topicsHint?: boolean | { maxTokens: number };
+  /** The LLM used to tag (and, with compaction, to summarize). Without one everything runs offline. */
+  llm?: LlmProvider | OpenAICompatibleOptions;
+  /** Which tagger: `llm` (default when `llm` is set), `keyword` (default otherwise), or your own. */
+  tagger?: 'keyword' | 'llm' | Tagger;
+  /** Tags you define by their words: `{ database: ['db', 'sql', 'postgres'] }`. Matched by the keyword tagger. */
+  tagKeywords?: Record<string, string[]>;
+  /** Tags per unit the LLM tagger is asked for, at least. Default 2. */
+  minTags?: number;
+  /** Tags per unit at most (both taggers). Default 8. */
+  maxTags?: number;
+  /** Priorities, TTLs and summary prompts per tag family, first match wins. Default: one rule `*`, priority 5. */
+  tagRules?: TagRule[];
 }

@@ -1,5 +1,5 @@
 import type { Memory } from './engine.js';
-import type { MemoryOptions } from './types.js';
+import type { MemoryOptions, OpenAICompatibleOptions } from './types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -12,8 +12,11 @@ export interface WorkerStorageOptions {
 }
 
 /** Options that cross into the worker: plain data only (no functions, no driver objects). */
-export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer'> {
+export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger'> {
   tokenizer?: 'gpt-tokenizer' | 'js-tiktoken';
+  /** The LLM endpoint as data; the worker makes the client. */
+  llm?: OpenAICompatibleOptions;
+  tagger?: 'keyword' | 'llm';
   storage?: WorkerStorageOptions;
 }
 

@@ -33,6 +33,13 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
     onTurnComplete: (input) => ready().onTurnComplete(input),
     conversations: () => ready().conversations(),
     turns: (conversationId, range) => ready().turns(conversationId, range),
+    tags: (conversationId) => ready().tags(conversationId),
+    aliases: {
+      add: (alias, tag) => ready().aliases.add(alias, tag),
+      remove: (alias) => ready().aliases.remove(alias),
+      list: () => ready().aliases.list(),
+      suggest: (limit) => ready().aliases.suggest(limit),
+    },
     async close() {
       const m = memory;
       memory = undefined;

@@ -1,8 +1,9 @@
 import { PagewiseError } from '../errors.js';
-import type { RecallBlock } from '../retrieval/retriever.js';
-import { TOKENS_PER_MESSAGE, TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
+import type { RecallBlock, RecallResult } from '../retrieval/retriever.js';
+import type { TurnRecord } from '../store/turn-store.js';
+import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../types.js';
-import { renderExcerpt, renderMemory } from './render.js';
+import { renderExcerpt, renderMemory, renderTurn } from './render.js';
 
 /** A message that may be sent, with what it costs and where it came from. */
 export interface HistoryItem {
@@ -20,17 +21,29 @@ export interface AssemblyInput {
   tokenizer: Tokenizer;
   window: number;
   reserve: number;
+  /** Recalled excerpts at most (doubled for broad and temporal questions). */
   memoryTokens: number;
+  /** What a request aims for when the question does not need more. */
+  targetTokens: number;
   protectedRecentTurns: number;
   prefix: HistoryItem[];
   /** Chronological, without the prefix and the new message. */
   history: HistoryItem[];
+  /** Whether `history` reaches back to the start of the conversation. */
+  historyComplete: boolean;
   message: HistoryItem;
-  /** Finds recall blocks, best first, leaving out the seqs already sent. */
-  recall: (exclude: ReadonlySet<number>) => Promise<RecallBlock[]>;
+  /** The `<context-topics>` hint, '' for none. */
+  hint: string;
+  placement: 'message' | 'prependText';
+  /** Broad and temporal questions may use the whole window. */
+  wide: boolean;
+  /** Finds recall candidates, best first, leaving out the seqs already sent. */
+  recall: (exclude: ReadonlySet<number>) => Promise<RecallResult>;
 }
 
 const MODULE = 'assembler';
+// Per excerpt: `<excerpt turns="…">` and `</excerpt>` lines, ids aside.
+const EXCERPT_OVERHEAD = 12;
 
 function ids(items: readonly HistoryItem[]): string[] {
   return items.flatMap((i) => (i.sourceId === null ? [] : [i.sourceId]));
@@ -48,106 +61,116 @@ function droppedHistory(items: readonly HistoryItem[], reason: DroppedEntry['rea
   return entry;
 }
 
+/** Consecutive turns as `<excerpt>` runs, chronological. */
+function excerpts(turns: readonly TurnRecord[]): string[] {
+  const sorted = [...turns].sort((a, b) => a.seq - b.seq);
+  const runs: TurnRecord[][] = [];
+  for (const t of sorted) {
+    const run = runs[runs.length - 1];
+    if (run && run[run.length - 1]!.seq === t.seq - 1) run.push(t);
+    else runs.push([t]);
+  }
+  return runs.map(renderExcerpt);
+}
+
 /**
- * Fits a request into `window − reserve`: the prefix and the new message always (or BUDGET_EXCEEDED), then the
- * protected recent turns, then recalled memory up to `memoryTokens` and as much contiguous older history as fits.
- * Every figure is counted with the tokenizer; the final memory block is counted whole, so the invariant
- * `memory + messages ≤ available` holds exactly.
+ * Fits a request into `window − reserve`. The prefix and the new message always go (or BUDGET_EXCEEDED), then the
+ * protected recent turns. A conversation that fits the target is sent whole; otherwise older turns unrelated to
+ * the question are left out and the related ones are paged in as excerpts: the hits first, then the turns that
+ * complete them, then their neighbours, while the recall budget lasts. The final blocks are counted whole, so
+ * `total ≤ available` holds exactly.
  */
 export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal'>> {
   const { tokenizer, history } = input;
   const available = input.window - input.reserve;
+  const target = input.wide ? available : Math.min(available, input.targetTokens);
   const prefixTokens = sum(input.prefix);
   const fixed = prefixTokens + input.message.tokens + TOKENS_PER_REQUEST;
   if (fixed > available) {
     throw new PagewiseError('BUDGET_EXCEEDED', MODULE,
       `The new message and the system prefix need ${fixed} tokens but only ${available} are available (contextWindow ${input.window} − reserveTokens ${input.reserve}). Shorten the message or system prompt, or raise contextWindow.`);
   }
-  let left = available - fixed;
   const manifest: ManifestEntry[] = [];
   const dropped: DroppedEntry[] = [];
 
   // Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them.
   let start = history.length;
+  let left = available - fixed;
   const protectedFloor = Math.max(0, history.length - input.protectedRecentTurns);
   while (start > protectedFloor && history[start - 1]!.tokens <= left) {
     start--;
     left -= history[start]!.tokens;
   }
   const protectedStart = start;
+  const whole = input.historyComplete && start === protectedFloor && fixed + sum(history) <= target;
 
-  // Older history: all of it when it fits, else leave room for recalled memory and fill newest first.
-  const older = history.slice(0, protectedStart);
-  const olderFits = start === protectedFloor && sum(older) <= left;
-  let memoryBudget = 0;
-  if (olderFits) {
-    start = 0;
-    left -= sum(older);
-    memoryBudget = Math.min(input.memoryTokens, left);
-  } else if (start === protectedFloor) {
-    memoryBudget = Math.min(input.memoryTokens, left);
-    let historyLeft = left - memoryBudget;
-    while (start > 0 && history[start - 1]!.tokens <= historyLeft) {
-      start--;
-      historyLeft -= history[start]!.tokens;
-    }
-  }
-  // Recalled memory: greedy by rank within the budget, then rendered chronologically and counted whole.
-  const sent = new Set<number>();
-  for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
-  const blocks = memoryBudget > TOKENS_PER_MESSAGE ? await input.recall(sent) : [];
-  const chosen: { block: RecallBlock; text: string; tokens: number }[] = [];
-  let memoryEstimate = blockTokens(tokenizer, renderMemory(['']));
-  for (const block of blocks) {
-    const text = renderExcerpt(block.turns);
-    const tokens = tokenizer.count(text) + 1;
-    if (memoryEstimate + tokens <= memoryBudget) {
-      chosen.push({ block, text, tokens });
-      memoryEstimate += tokens;
-    } else {
-      dropped.push({ kind: 'recall', sourceIds: block.turns.map((t) => t.id), tokens, scores: block.scores, reason: 'budget' });
-    }
-  }
   let prependText = '';
+  let recallText = '';
   let memoryTokens = 0;
-  for (;;) {
-    const ordered = [...chosen].sort((a, b) => a.block.turns[0]!.seq - b.block.turns[0]!.seq);
-    prependText = renderMemory(ordered.map((c) => c.text));
-    memoryTokens = blockTokens(tokenizer, prependText);
-    if (memoryTokens <= memoryBudget || chosen.length === 0) break;
-    const worst = chosen.pop()!;
-    dropped.push({ kind: 'recall', sourceIds: worst.block.turns.map((t) => t.id), tokens: worst.tokens, scores: worst.block.scores, reason: 'budget' });
-  }
-
-  // Memory budget that recall left unused goes back to older history, up to the first turn already recalled.
-  const recalled = new Set(chosen.flatMap((c) => c.block.turns.map((t) => t.seq)));
-  let spare = memoryBudget - memoryTokens;
-  while (start > 0 && start <= protectedFloor && history[start - 1]!.tokens <= spare && !recalled.has(history[start - 1]!.seq ?? -1)) {
-    start--;
-    spare -= history[start]!.tokens;
+  let topicTokens = 0;
+  if (whole) {
+    start = 0;
+  } else {
+    const hint = input.hint && blockTokens(tokenizer, input.hint) <= left ? input.hint : '';
+    const hintCost = hint ? blockTokens(tokenizer, hint) : 0;
+    left -= hintCost;
+    const used = available - left;
+    const cap = input.wide ? 2 * input.memoryTokens : input.memoryTokens;
+    const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
+    const sent = new Set<number>();
+    for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
+    const found = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
+    const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory(['']));
+    // Exact count of the final block; drop the latest additions until it fits.
+    for (;;) {
+      recallText = renderMemory(excerpts(picked.turns()));
+      const recallCost = recallText === '' ? 0 : input.placement === 'message'
+        ? blockTokens(tokenizer, recallText)
+        : blockTokens(tokenizer, [hint, recallText].filter(Boolean).join('\n')) - hintCost;
+      if (recallCost <= recallBudget || !picked.undo()) break;
+    }
+    prependText = input.placement === 'prependText' ? [hint, recallText].filter(Boolean).join('\n') : hint;
+    memoryTokens = (prependText ? blockTokens(tokenizer, prependText) : 0)
+      + (input.placement === 'message' && recallText ? blockTokens(tokenizer, recallText) : 0);
+    topicTokens = hint ? tokenizer.count(hint) : 0;
+    if (hint) manifest.push({ kind: 'topics', placement: 'prependText', sourceIds: [], tokens: hintCost, scores: {}, reason: 'context-topics hint: what earlier conversation can be recalled' });
+    for (const [block, turns] of picked.byBlock()) {
+      const neighbour = turns.some((t) => !block.hits.includes(t));
+      manifest.push({
+        kind: 'recall',
+        placement: input.placement === 'message' ? 'messages' : 'prependText',
+        sourceIds: turns.sort((a, b) => a.seq - b.seq).map((t) => t.id),
+        tokens: turns.reduce((n, t) => n + picked.cost(t), 0),
+        scores: { ...block.scores, neighbour },
+        tags: block.tags,
+        reason: neighbour ? `${block.reason}; with the turns that complete it` : block.reason,
+      });
+    }
+    for (const block of found.blocks) {
+      if (picked.has(block)) continue;
+      dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: block.hits.reduce((n, t) => n + picked.cost(t), 0), scores: block.scores, reason: 'budget' });
+    }
+    for (const block of found.expired) {
+      dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: 0, scores: block.scores, reason: 'expired' });
+    }
   }
 
   // A tool result whose call was cut off would be rejected by the provider: drop it with the call.
   let orphanEnd = start;
   while (orphanEnd < history.length && history[orphanEnd]!.message.role === 'tool') orphanEnd++;
-  const orphans = history.slice(start, orphanEnd);
   const kept = history.slice(orphanEnd);
   const keptOlder = history.slice(orphanEnd, Math.max(orphanEnd, protectedStart));
   const keptRecent = history.slice(Math.max(orphanEnd, protectedStart));
-  const cut = droppedHistory(history.slice(0, start), 'budget');
-  if (cut) dropped.push(cut);
-  const orphanDrop = droppedHistory(orphans, 'orphaned-tool-result');
+  const left_out = droppedHistory(history.slice(0, start), start === protectedStart && protectedStart === protectedFloor ? 'unrelated' : 'budget');
+  if (left_out) dropped.push(left_out);
+  const orphanDrop = droppedHistory(history.slice(start, orphanEnd), 'orphaned-tool-result');
   if (orphanDrop) dropped.push(orphanDrop);
 
   if (input.prefix.length > 0) {
-    manifest.push({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, reason: 'system prefix: always sent' });
-  }
-  for (const c of chosen) {
-    manifest.push({ kind: 'recall', placement: 'prependText', sourceIds: c.block.turns.map((t) => t.id), tokens: c.tokens, scores: c.block.scores, reason: c.block.reason });
+    manifest.unshift({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, reason: 'system prefix: always sent' });
   }
   if (keptOlder.length > 0) {
-    manifest.push({ kind: 'history', placement: 'messages', sourceIds: ids(keptOlder), tokens: sum(keptOlder), scores: {},
-      reason: olderFits ? 'older history: all of it fits' : 'older history: the most recent that fit beside recalled memory' });
+    manifest.push({ kind: 'history', placement: 'messages', sourceIds: ids(keptOlder), tokens: sum(keptOlder), scores: {}, reason: 'older history: the whole conversation fits the target' });
   }
   if (keptRecent.length > 0) {
     manifest.push({ kind: 'recent', placement: 'messages', sourceIds: ids(keptRecent), tokens: sum(keptRecent), scores: {},
@@ -156,17 +179,20 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   manifest.push({ kind: 'message', placement: 'messages', sourceIds: ids([input.message]), tokens: input.message.tokens, scores: {}, reason: 'the new message' });
 
   const historyTokens = sum(kept);
+  const recallMessage: ChatMessage[] = input.placement === 'message' && recallText ? [{ role: 'system', content: recallText }] : [];
   const total = prefixTokens + memoryTokens + historyTokens + input.message.tokens + TOKENS_PER_REQUEST;
   return {
     conversationId: input.conversationId,
     prependText,
-    messages: [...input.prefix, ...kept, input.message].map((i) => i.message),
+    recallText,
+    messages: [...input.prefix.map((i) => i.message), ...kept.map((i) => i.message), ...recallMessage, input.message.message],
     budget: {
       window: input.window,
       reserve: input.reserve,
       available,
       prefix: prefixTokens,
       memory: memoryTokens,
+      topics: topicTokens,
       history: historyTokens,
       message: input.message.tokens,
       overhead: TOKENS_PER_REQUEST,
@@ -177,5 +203,54 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     },
     manifest,
     dropped,
+  };
+}
+
+/**
+ * Chooses recalled turns within `budget`: every block's hits in rank order, then the turns that complete them, then
+ * their neighbours. Remembers the order of additions so the exact recount can undo the last ones.
+ */
+function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokenizer, empty: string) {
+  const costs = new Map<number, number>();
+  const cost = (t: TurnRecord): number => {
+    let c = costs.get(t.seq);
+    if (c === undefined) { c = tokenizer.count(renderTurn(t)) + 1; costs.set(t.seq, c); }
+    return c;
+  };
+  const owner = new Map<number, RecallBlock>();
+  const order: TurnRecord[] = [];
+  let used = tokenizer.count(empty) + 4;
+  const tryAdd = (block: RecallBlock, turns: readonly TurnRecord[], newRun: boolean): void => {
+    const fresh = turns.filter((t) => !owner.has(t.seq));
+    if (fresh.length === 0) return;
+    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun ? EXCERPT_OVERHEAD : 0);
+    if (used + c > budget) return;
+    used += c;
+    for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
+  };
+  for (const b of blocks) tryAdd(b, b.hits, true);
+  for (const b of blocks) if (owner.has(b.hits[0]!.seq) && owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
+  for (const b of blocks) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
+  return {
+    turns: () => order,
+    cost,
+    has: (b: RecallBlock) => b.hits.some((t) => owner.get(t.seq) === b),
+    /** Removes the last addition; false when there is nothing left to remove. */
+    undo(): boolean {
+      const t = order.pop();
+      if (!t) return false;
+      owner.delete(t.seq);
+      return true;
+    },
+    byBlock(): Map<RecallBlock, TurnRecord[]> {
+      const out = new Map<RecallBlock, TurnRecord[]>();
+      for (const t of order) {
+        const b = owner.get(t.seq)!;
+        const list = out.get(b) ?? [];
+        list.push(t);
+        out.set(b, list);
+      }
+      return out;
+    },
   };
 }

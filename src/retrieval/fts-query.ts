@@ -1,12 +1,12 @@
 // Function words that carry no topic; kept short on purpose: BM25's IDF already discounts common words.
-const STOPWORDS = new Set(`a an and are as at be been but by can could did do does doing for from had has have he her
+export const STOPWORDS = new Set(`a an and are as at be been but by can could did do does doing for from had has have he her
 hers him his how i if in into is it its just me my of on or our ours she so than that the their them then there these
 they this those to too us was we were what when where which who whom why will with would you your yours am any all
 about after again also before being both each few further here more most no nor not now off once only other out over
 own same should some such through under until up very while yes hi hello hey ok okay please thanks thank tell said say
 says know think like get got really did didn doesn don isn wasn weren ll ve re let lets`.split(/\s+/));
 
-const WORD = /[\p{L}\p{N}][\p{L}\p{N}'’_-]*/gu;
+export const WORD = /[\p{L}\p{N}][\p{L}\p{N}'’_-]*/gu;
 
 /** The words of a text worth searching for: lower-cased, without function words, deduplicated, in order. */
 export function queryTerms(text: string, max = 32): string[] {

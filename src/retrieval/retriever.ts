@@ -1,79 +1,200 @@
+import { type TurnRecord, type TurnStore } from '../store/turn-store.js';
+import { candidates } from '../tags/key-phrases.js';
+import type { TagRules } from '../tags/tag-rules.js';
+import type { TagStore } from '../tags/tag-store.js';
 import type { ScoreParts } from '../types.js';
-import type { TurnRecord, TurnStore } from '../store/turn-store.js';
-import { ftsMatch, queryTerms } from './fts-query.js';
+import { ftsMatch } from './fts-query.js';
+import { type RankedList, fuse } from './fusion.js';
+import type { QueryIntent } from './intent.js';
 
-/** A run of consecutive turns recalled together: a hit and the neighbours that complete it. */
+/**
+ * A recalled candidate: the turns that matched (`hits`), the turns that complete them (`pair`: a question's
+ * answer, an answer's question) and, where the budget allows, the `adjacent` ones around them.
+ */
 export interface RecallBlock {
-  turns: TurnRecord[];
-  /** Seq of the turn that matched. */
-  hitSeq: number;
+  unitSeq: number;
+  hits: TurnRecord[];
+  pair: TurnRecord[];
+  adjacent: TurnRecord[];
   scores: ScoreParts;
+  tags: string[];
+  priority: number;
   reason: string;
 }
 
 export interface RecallQuery {
   conversationId: string;
-  text: string;
+  /** Query words for BM25, rare ones first. */
+  terms: readonly string[];
+  /** Canonical query tag → IDF weight (related tags already at half weight). */
+  tagWeights: ReadonlyMap<string, number>;
+  /** Speakers the question names (as stored). */
+  speakers: readonly string[];
+  intent: QueryIntent;
   /** Seqs already in the assembled history: never recalled twice. */
   exclude: ReadonlySet<number>;
-  /** How many hits to fetch before expansion and budgeting. */
+  /** Blocks wanted; each signal overfetches 3×. */
   limit: number;
+  rules: TagRules;
+  nowMs: number;
 }
 
-/**
- * The turn that completes a hit: a question brings its answer, an answer its question. A tool result brings the
- * call it answers. Other neighbours are left to the budget.
- */
-function pairSeq(t: TurnRecord): number | null {
-  if (t.role === 'user') return t.seq + 1;
-  if (t.role === 'assistant' || t.role === 'tool') return t.seq - 1;
-  return null;
+export interface RecallResult {
+  blocks: RecallBlock[];
+  /** Blocks left out because all their tags' TTLs expired. */
+  expired: RecallBlock[];
 }
 
-function isPair(hit: TurnRecord, other: TurnRecord | undefined): other is TurnRecord {
-  if (!other) return false;
-  if (hit.role === 'user') return other.role === 'assistant';
-  if (hit.role === 'assistant') return other.role === 'user' || (other.role === 'assistant' && !!other.toolCalls);
-  return hit.role === 'tool' && other.role === 'assistant';
-}
-
-/**
- * BM25 over stored turns for the query's words and speaker names, each hit expanded with its pair. Blocks come back
- * best first; overlapping blocks are merged into the better one.
- */
-export async function recallByKeywords(store: TurnStore, q: RecallQuery): Promise<RecallBlock[]> {
-  const match = ftsMatch(queryTerms(q.text));
-  if (!match) return [];
-  const hits = (await store.search(q.conversationId, match, q.limit + q.exclude.size))
-    .filter((h) => !q.exclude.has(h.seq))
-    .slice(0, q.limit);
-  if (hits.length === 0) return [];
-  const wanted = new Set<number>();
-  for (const h of hits) { wanted.add(h.seq); wanted.add(h.seq + 1); wanted.add(h.seq - 1); }
-  const bySeq = new Map((await store.bySeqs(q.conversationId, [...wanted].filter((s) => s >= 0))).map((t) => [t.seq, t]));
-  const taken = new Set<number>();
-  const blocks: RecallBlock[] = [];
-  hits.forEach((h, i) => {
-    const hit = bySeq.get(h.seq);
-    if (!hit || taken.has(hit.seq)) return;
-    const ps = pairSeq(hit);
-    const pair = ps === null ? undefined : bySeq.get(ps);
-    const turns = [hit];
-    if (isPair(hit, pair) && !q.exclude.has(pair.seq) && !taken.has(pair.seq)) turns.push(pair);
-    turns.sort((a, b) => a.seq - b.seq);
-    for (const t of turns) taken.add(t.seq);
-    blocks.push({
-      turns,
-      hitSeq: hit.seq,
-      scores: { bm25: round(h.score), rank: i + 1 },
-      reason: turns.length > 1
-        ? `keyword match (BM25 rank ${i + 1}) with its ${hit.role === 'user' ? 'answer' : 'question'}`
-        : `keyword match (BM25 rank ${i + 1})`,
-    });
-  });
-  return blocks;
+interface Stores {
+  turns: TurnStore;
+  tags: TagStore;
 }
 
 function round(x: number): number {
   return Number(x.toPrecision(4));
+}
+
+/** The turn that completes a hit: a question brings its answer, an answer (or a tool result) the turn before it. */
+function pairOf(hit: TurnRecord, bySeq: ReadonlyMap<number, TurnRecord>): TurnRecord | undefined {
+  if (hit.role === 'user') {
+    const next = bySeq.get(hit.seq + 1);
+    return next?.role === 'assistant' ? next : undefined;
+  }
+  if (hit.role === 'assistant' || hit.role === 'tool') {
+    const prev = bySeq.get(hit.seq - 1);
+    return prev && (prev.role === 'user' || prev.role === 'assistant') ? prev : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Ranks stored units by tag overlap (Σ IDF), BM25, named speakers and the time the question points at, fused by
+ * reciprocal rank; expands each into its hits, pair and neighbours.
+ */
+export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResult> {
+  const over = q.limit * 3;
+  const lists: RankedList[] = [];
+  const unitEnd = new Map<number, number>();
+  const hitSeqs = new Map<number, Set<number>>();
+  const addHit = (unit: number, seq: number) => {
+    const set = hitSeqs.get(unit) ?? new Set<number>();
+    set.add(seq);
+    hitSeqs.set(unit, set);
+  };
+
+  const tagRows = await stores.tags.matchUnits(q.conversationId, q.tagWeights, over);
+  const tagScore = new Map<number, { score: number; tags: string[] }>();
+  for (const r of tagRows) {
+    unitEnd.set(r.unitSeq, r.endSeq);
+    tagScore.set(r.unitSeq, { score: r.score, tags: r.tags });
+  }
+  lists.push({ name: 'tags', units: tagRows.map((r) => r.unitSeq) });
+
+  const match = ftsMatch(q.terms);
+  const bm25Rows = match ? await stores.turns.search(q.conversationId, match, over + q.exclude.size) : [];
+  const bm25 = bm25Rows.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
+  const units = await stores.tags.unitOf(q.conversationId, bm25.map((h) => h.seq));
+  const bm25Score = new Map<number, number>();
+  const bm25Units: number[] = [];
+  for (const h of bm25) {
+    const u = units.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
+    unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
+    addHit(u.unitSeq, h.seq);
+    if (!bm25Score.has(u.unitSeq)) { bm25Score.set(u.unitSeq, h.score); bm25Units.push(u.unitSeq); }
+  }
+  lists.push({ name: 'bm25', units: bm25Units });
+
+  // Time: the span the question names, or the position it points at, over what the other signals found.
+  const inWindow = new Set<number>();
+  if (q.intent.window) {
+    const seqs = await stores.turns.inWindow(q.conversationId, q.intent.window.fromMs, q.intent.window.toMs, 4 * over);
+    const windowUnits = await stores.tags.unitOf(q.conversationId, seqs);
+    for (const s of seqs) {
+      const u = windowUnits.get(s) ?? { unitSeq: s, endSeq: s };
+      if (q.exclude.has(s)) continue;
+      unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
+      inWindow.add(u.unitSeq);
+    }
+  }
+  const found = [...new Set([...tagRows.map((r) => r.unitSeq), ...bm25Units])];
+  if (q.intent.window) {
+    const topical = found.filter((u) => inWindow.has(u));
+    lists.push({ name: 'time', units: [...topical, ...[...inWindow].filter((u) => !topical.includes(u))].slice(0, over) });
+  } else if (q.intent.position) {
+    let ordered = [...found].sort((a, b) => a - b);
+    if (ordered.length === 0) {
+      const first = await stores.turns.range(q.conversationId, 0, over);
+      const firstUnits = await stores.tags.unitOf(q.conversationId, first.map((t) => t.seq));
+      ordered = [...new Set(first.filter((t) => !q.exclude.has(t.seq)).map((t) => firstUnits.get(t.seq)?.unitSeq ?? t.seq))];
+      for (const t of first) unitEnd.set(firstUnits.get(t.seq)?.unitSeq ?? t.seq, firstUnits.get(t.seq)?.endSeq ?? t.seq);
+    }
+    if (q.intent.position === 'latest') ordered.reverse();
+    lists.push({ name: 'time', units: ordered.slice(0, over) });
+  }
+
+  // Fetch the turns of every candidate unit (hits, pairs, neighbours), then the speaker signal.
+  const fused = fuse(lists);
+  const top = fused.slice(0, Math.max(over, q.limit));
+  const wanted = new Set<number>();
+  for (const f of top) {
+    const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
+    for (let s = f.unit - 1; s <= end + 1; s++) if (s >= 0) wanted.add(s);
+  }
+  const bySeq = new Map((await stores.turns.bySeqs(q.conversationId, [...wanted])).map((t) => [t.seq, t]));
+  const unitTags = await stores.tags.tagsOf(q.conversationId, top.map((f) => f.unit));
+  const speakers = new Set(q.speakers.map((s) => s.toLowerCase()));
+  if (speakers.size > 0) {
+    const bySpeaker = top.filter((f) => [...(hitSeqs.get(f.unit) ?? [f.unit])].some((s) => speakers.has(bySeq.get(s)?.name?.toLowerCase() ?? '')));
+    lists.push({ name: 'speaker', units: bySpeaker.map((f) => f.unit) });
+  }
+  const final = speakers.size > 0 ? fuse(lists) : fused;
+  const lastSeq = Math.max(1, ...top.map((f) => f.unit));
+
+  const blocks: RecallBlock[] = [];
+  const expired: RecallBlock[] = [];
+  const queryTags = new Set(q.tagWeights.keys());
+  for (const f of final.slice(0, Math.max(over, q.limit))) {
+    const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
+    const unitTurns: TurnRecord[] = [];
+    for (let s = f.unit; s <= end; s++) { const t = bySeq.get(s); if (t && !q.exclude.has(s)) unitTurns.push(t); }
+    if (unitTurns.length === 0) continue;
+    const matched = tagScore.get(f.unit)?.tags ?? [];
+    let hits = [...(hitSeqs.get(f.unit) ?? [])].flatMap((s) => (bySeq.has(s) && !q.exclude.has(s) ? [bySeq.get(s)!] : []));
+    if (hits.length === 0) {
+      // A tag (or time) hit names the unit, not a turn: take the turns whose own words carry a matched tag.
+      hits = unitTurns.filter((t) => matched.some((tag) => candidates(t.text).has(tag)));
+      if (hits.length === 0) hits = [unitTurns[0]!];
+    }
+    const hitSet = new Set(hits.map((t) => t.seq));
+    const pair = [...new Set(hits.map((h) => pairOf(h, bySeq)).filter((t): t is TurnRecord => !!t && !hitSet.has(t.seq) && !q.exclude.has(t.seq)))];
+    const taken = new Set([...hitSet, ...pair.map((t) => t.seq)]);
+    const adjacent = [...taken].flatMap((s) => [s - 1, s + 1]).filter((s) => !taken.has(s) && !q.exclude.has(s) && bySeq.has(s))
+      .filter((s, i, all) => all.indexOf(s) === i).map((s) => bySeq.get(s)!);
+    const own = unitTags.get(f.unit) ?? { tags: [], related: [] };
+    const tags = [...matched.filter((t) => queryTags.has(t)), ...own.tags.filter((t) => !matched.includes(t))];
+    const lastMs = Math.max(...unitTurns.map((t) => t.createdMs));
+    const verdict = q.rules.judge([...own.tags, ...own.related], lastMs, q.nowMs);
+    const recency = 0.9 + 0.1 * (f.unit / lastSeq);
+    const scores: ScoreParts = { fusion: round(f.score), recency: round(recency), priority: verdict.priority };
+    const ts = tagScore.get(f.unit);
+    if (ts) scores.tagIdf = round(ts.score);
+    const b = bm25Score.get(f.unit);
+    if (b !== undefined) scores.bm25 = round(b);
+    if (f.lists.includes('speaker')) scores.speaker = true;
+    if (f.lists.includes('time')) scores.time = true;
+    const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
+    (verdict.expired ? expired : blocks).push(block);
+  }
+  blocks.sort((a, b) => b.priority - a.priority || b.scores.fusion! * b.scores.recency! - a.scores.fusion! * a.scores.recency!);
+  blocks.forEach((b, i) => { b.scores.rank = i + 1; });
+  return { blocks: blocks.slice(0, q.limit), expired };
+}
+
+function reasonFor(lists: readonly string[], matched: readonly string[]): string {
+  const parts: string[] = [];
+  if (lists.includes('tags')) parts.push(`tags ${matched.slice(0, 4).join(', ')}`);
+  if (lists.includes('bm25')) parts.push('keywords (BM25)');
+  if (lists.includes('speaker')) parts.push('the speaker named');
+  if (lists.includes('time')) parts.push('the time asked about');
+  return `matched ${parts.join(' + ')}`;
 }

@@ -49,6 +49,48 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       PRIMARY KEY (turn_rowid, encoding)
     ) WITHOUT ROWID`,
   ],
+  // 2: topic tags. A unit is a user turn with the replies that follow it (seed 000's user+assistant pair).
+  [
+    `CREATE TABLE units (
+      conversation_id TEXT NOT NULL,
+      unit_seq INTEGER NOT NULL,
+      end_seq INTEGER NOT NULL,
+      tagger TEXT NOT NULL,
+      tagged_at TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, unit_seq)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE unit_tags (
+      conversation_id TEXT NOT NULL,
+      tag TEXT NOT NULL,
+      unit_seq INTEGER NOT NULL,
+      related INTEGER NOT NULL,
+      PRIMARY KEY (conversation_id, tag, unit_seq)
+    ) WITHOUT ROWID`,
+    `CREATE INDEX unit_tags_by_unit ON unit_tags (conversation_id, unit_seq)`,
+    `CREATE TABLE tags (
+      conversation_id TEXT NOT NULL,
+      tag TEXT NOT NULL,
+      units INTEGER NOT NULL,
+      first_seq INTEGER,
+      last_seq INTEGER,
+      last_used TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, tag)
+    ) WITHOUT ROWID`,
+    `CREATE INDEX tags_by_units ON tags (conversation_id, units DESC)`,
+    `CREATE TABLE tag_aliases (
+      alias TEXT PRIMARY KEY,
+      tag TEXT NOT NULL,
+      source TEXT NOT NULL CHECK (source IN ('manual', 'auto')),
+      created_at TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    // How many turns of a conversation use a term: the keyword tagger's notion of a rare word.
+    `CREATE TABLE term_df (
+      conversation_id TEXT NOT NULL,
+      term TEXT NOT NULL,
+      turns INTEGER NOT NULL,
+      PRIMARY KEY (conversation_id, term)
+    ) WITHOUT ROWID`,
+  ],
 ];
 
 /** The schema version this build writes. */

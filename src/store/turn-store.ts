@@ -135,6 +135,14 @@ export function createTurnStore(driver: StorageDriver) {
       return rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
     },
 
+    /** Seqs of turns written in `[fromMs, toMs)`, earliest first. */
+    async inWindow(conversationId: string, fromMs: number, toMs: number, limit: number): Promise<number[]> {
+      const rows = await driver.query<{ seq: number }>(
+        'SELECT seq FROM turns WHERE conversation_id = ? AND created_ms >= ? AND created_ms < ? ORDER BY created_ms, seq LIMIT ?',
+        [conversationId, fromMs, toMs, limit]);
+      return rows.map((r) => Number(r.seq));
+    },
+
     /** Known speaker names of a conversation (lower-cased), for query parsing. */
     async speakers(conversationId: string): Promise<string[]> {
       const rows = await driver.query<{ name: string }>(

@@ -32,10 +32,10 @@ test('turns stored on OPFS survive a reload and are retrieved by a new connect()
     expect((turns.value as { id: string }[]).map((t) => t.id)).toEqual(messages.map((m) => m.id));
     expect((turns.value as { name?: string }[])[0]!.name).toBe('Dana');
     const ctx = (await h.call('onMessageInbound', { conversationId: 'c1', message: { role: 'user', content: 'What is my locker combination?' } })).value as {
-      prependText: string; manifest: { kind: string; sourceIds: string[] }[]; budget: { total: number; available: number };
+      recallText: string; manifest: { kind: string; sourceIds: string[] }[]; budget: { total: number; available: number };
     };
-    expect(ctx.prependText).toContain('31-7-22');
-    expect(ctx.manifest.find((e) => e.kind === 'recall')!.sourceIds).toEqual(['m1', 'm2']);
+    expect(ctx.recallText).toContain('31-7-22');
+    expect(ctx.manifest.find((e) => e.kind === 'recall')!.sourceIds.slice(0, 2)).toEqual(['m1', 'm2']);
     expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
     expect((await h.call('onTurnComplete', { conversationId: 'c1', messages: messages.slice(-2) })).value).toMatchObject({ stored: 0, skipped: 2 });
   } finally {

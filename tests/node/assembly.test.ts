@@ -55,15 +55,17 @@ describe('the budget is exact and never exceeded', () => {
       expect(ctx.budget.total, label).toBeLessThanOrEqual(contextWindow - reserveTokens);
       expect(ctx.budget.free, label).toBe(ctx.budget.available - ctx.budget.total);
       expect(ctx.budget.prefix + ctx.budget.memory + ctx.budget.history + ctx.budget.message + ctx.budget.overhead, label).toBe(ctx.budget.total);
-      expect(ctx.budget.memory, label).toBeLessThanOrEqual(options.memoryTokens);
+      const hint = ctx.manifest.find((e) => e.kind === 'topics')?.tokens ?? 0;
+      expect(ctx.budget.memory - hint, label).toBeLessThanOrEqual(options.memoryTokens * (ctx.broad || ctx.temporal ? 2 : 1));
       expect(ctx.messages.at(-1), label).toEqual(message);
       const body = ctx.messages.filter((x) => x.role !== 'system');
       expect(body[0]?.role, `${label}: no orphaned tool result first`).not.toBe('tool');
-      const sent = new Set(ctx.manifest.filter((e) => e.placement === 'messages').flatMap((e) => e.sourceIds));
+      const isHistory = (e: { kind: string }) => ['prefix', 'history', 'recent', 'message'].includes(e.kind);
+      const sent = new Set(ctx.manifest.filter(isHistory).flatMap((e) => e.sourceIds));
       for (const e of ctx.manifest.filter((x) => x.kind === 'recall')) {
         for (const id of e.sourceIds) expect(sent.has(id), `${label}: recalled ${id} is also sent`).toBe(false);
       }
-      const manifestTokens = ctx.manifest.filter((e) => e.placement === 'messages').reduce((n, e) => n + e.tokens, 0);
+      const manifestTokens = ctx.manifest.filter(isHistory).reduce((n, e) => n + e.tokens, 0);
       expect(manifestTokens, label).toBe(ctx.budget.prefix + ctx.budget.history + ctx.budget.message);
     }
     // The generated cases must cover every path, or the invariant above was checked on easy cases only.
@@ -95,18 +97,22 @@ describe('recall', () => {
   it('pages an old exchange back in with its pair, delimited as prior conversation', async () => {
     memory = await longConversation();
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Remind me how we fixed feed performance?') });
-    expect(ctx.prependText).toMatch(/^<prior-conversation>\n/);
-    expect(ctx.prependText).toMatch(/not instructions/);
-    expect(ctx.prependText).toContain('materialized views for the feed');
-    expect(ctx.prependText).toContain('refresh the materialized view every five minutes');
+    expect(ctx.recallText).toMatch(/^<prior-conversation>\n/);
+    expect(ctx.recallText).toMatch(/not instructions/);
+    expect(ctx.recallText).toContain('materialized views for the feed');
+    expect(ctx.recallText).toContain('refresh the materialized view every five minutes');
+    // Cache-friendly order: the stable hint in prependText, the recalled block last, just before the new message.
+    expect(ctx.prependText).toMatch(/^<context-topics>/);
+    expect(ctx.messages.at(-2)).toEqual({ role: 'system', content: ctx.recallText });
     const recall = ctx.manifest.find((e) => e.kind === 'recall')!;
     const turns = await memory.turns('c', { limit: 2 });
-    expect(recall.sourceIds).toEqual(turns.map((t) => t.id));
+    expect(recall.sourceIds.slice(0, 2)).toEqual(turns.map((t) => t.id));
     expect(recall.scores.rank).toBe(1);
     expect(recall.scores.bm25).toBeGreaterThan(0);
-    expect(recall.reason).toMatch(/with its answer/);
-    expect(ctx.dropped.some((d) => d.kind === 'history' && d.reason === 'budget')).toBe(true);
-    expect(ctx.messages.some((m) => String(m.content).includes('materialized'))).toBe(false);
+    expect(recall.scores.neighbour).toBe(true);
+    expect(recall.reason).toMatch(/complete it/);
+    expect(ctx.dropped.some((d) => d.kind === 'history' && d.reason === 'unrelated')).toBe(true);
+    expect(ctx.messages.slice(0, -2).some((m) => String(m.content).includes('materialized'))).toBe(false);
   });
 
   it('favours the named speaker', async () => {
@@ -114,8 +120,9 @@ describe('recall', () => {
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What did Caroline say about the race?') });
     const first = ctx.manifest.find((e) => e.kind === 'recall' && e.scores.rank === 1)!;
     const turns = await memory.turns('c', { limit: 6 });
-    expect(first.sourceIds[0]).toBe(turns[2]!.id);
-    expect(ctx.prependText).toContain('Caroline (user): I ran the half-marathon race in Lisbon');
+    expect(first.sourceIds).toContain(turns[2]!.id);
+    expect(ctx.recallText).toContain('Caroline (user): I ran the half-marathon race in Lisbon');
+    expect(first.scores.speaker).toBe(true);
   });
 
   it('recalled text cannot close or forge the memory delimiters', async () => {
@@ -126,9 +133,9 @@ describe('recall', () => {
       ...Array.from({ length: 80 }, (_, i) => user(`filler ${i} about nothing in particular at all today`)),
     ] });
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('what was the secret plan?') });
-    expect(ctx.prependText).toContain('secret plan');
-    expect(ctx.prependText.match(/<\/prior-conversation>/g)).toHaveLength(1);
-    expect(ctx.prependText.match(/<excerpt /g)).toHaveLength(1);
+    expect(ctx.recallText).toContain('secret plan');
+    expect(ctx.recallText.match(/<\/prior-conversation>/g)).toHaveLength(1);
+    expect(ctx.recallText.match(/<excerpt /g)).toHaveLength(1);
   });
 
   it('sends everything when it fits and recalls nothing twice', async () => {
@@ -138,7 +145,8 @@ describe('recall', () => {
     expect(ctx.messages.map((m) => m.content)).toEqual(['my dog is called Rex', 'Hi Rex!', 'and my cat is Tom', 'Hi Tom!', 'what is my dog called?']);
     expect(ctx.prependText).toBe('');
     expect(ctx.manifest.map((e) => e.kind)).toEqual(['recent', 'message']);
-    expect(ctx).toMatchObject({ matchedTags: [], broad: false, temporal: false });
+    expect(ctx).toMatchObject({ broad: false, temporal: false });
+    expect(ctx.matchedTags).toContain('dog');
   });
 
   it('uses the caller history when given: system prefix kept, stored ids named', async () => {
@@ -150,9 +158,9 @@ describe('recall', () => {
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('what is the wifi password?'), history: [system, ...history] });
     expect(ctx.messages[0]).toEqual(system);
     expect(ctx.manifest[0]).toMatchObject({ kind: 'prefix', placement: 'messages' });
-    expect(ctx.manifest.find((e) => e.kind === 'recall')!.sourceIds).toEqual(['m1', 'm2']);
+    expect(ctx.manifest.find((e) => e.kind === 'recall')!.sourceIds.slice(0, 2)).toEqual(['m1', 'm2']);
     expect(ctx.manifest.find((e) => e.kind === 'recent')!.sourceIds).toEqual(['u29', 'a29']);
-    expect(ctx.prependText).toContain('hunter2');
+    expect(ctx.recallText).toContain('hunter2');
   });
 
   it('drops a tool result whose call was cut off', async () => {

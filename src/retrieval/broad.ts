@@ -1,0 +1,41 @@
+import type { TurnStore } from '../store/turn-store.js';
+import type { TagStat, TagStore } from '../tags/tag-store.js';
+import type { RecallBlock } from './retriever.js';
+
+/** The conversation's topics worth naming: tags on more than one unit that are not on nearly every one. */
+export function mainTopics(vocabulary: readonly TagStat[], _units: number, limit: number): TagStat[] {
+  return vocabulary.filter((t) => t.units >= 2).slice(0, limit);
+}
+
+/**
+ * A wide view for broad questions ("what did we discuss?"): where each main topic started and where it was last
+ * touched, then units evenly spread over the conversation, in that order of preference.
+ */
+export async function sampleBroad(stores: { turns: TurnStore; tags: TagStore }, conversationId: string, exclude: ReadonlySet<number>, limit: number): Promise<RecallBlock[]> {
+  const units = await stores.tags.unitCount(conversationId);
+  const topics = mainTopics(await stores.tags.vocabulary(conversationId, 200), units, 12);
+  const picks: { seq: number; reason: string; tags: string[] }[] = [];
+  const seen = new Set<number>();
+  const pick = (seq: number, reason: string, tags: string[]) => {
+    if (seen.has(seq) || exclude.has(seq)) return;
+    seen.add(seq);
+    picks.push({ seq, reason, tags });
+  };
+  for (const t of topics) pick(t.firstSeq, `broad question: where topic "${t.tag}" started`, [t.tag]);
+  for (const t of topics) pick(t.lastSeq, `broad question: where topic "${t.tag}" was last discussed`, [t.tag]);
+  const total = await stores.turns.turnCount(conversationId);
+  const spread = Math.max(1, limit);
+  const spots = Array.from({ length: spread }, (_, i) => Math.floor((i * total) / spread));
+  const starts = await stores.tags.unitOf(conversationId, spots);
+  for (const s of spots) pick(starts.get(s)?.unitSeq ?? s, 'broad question: a sample across the conversation', []);
+  const chosen = picks.slice(0, limit);
+  const wanted = chosen.flatMap((p) => [p.seq, p.seq + 1]);
+  const bySeq = new Map((await stores.turns.bySeqs(conversationId, wanted)).map((t) => [t.seq, t]));
+  return chosen.flatMap((p, i) => {
+    const hit = bySeq.get(p.seq);
+    if (!hit) return [];
+    const next = bySeq.get(p.seq + 1);
+    const pair = hit.role === 'user' && next?.role === 'assistant' && !exclude.has(next.seq) ? [next] : [];
+    return [{ unitSeq: p.seq, hits: [hit], pair, adjacent: [], scores: { rank: i + 1 }, tags: p.tags, priority: 5, reason: p.reason }];
+  });
+}

@@ -1,0 +1,80 @@
+import * as chrono from 'chrono-node';
+
+/** A span of time a question refers to, in epoch ms (end exclusive). */
+export interface TimeWindow {
+  fromMs: number;
+  toMs: number;
+  /** The words that named it ("last week", "in June"). */
+  text: string;
+}
+
+/** What kind of question a message is, found by deterministic patterns and a date parser. */
+export interface QueryIntent {
+  /** Asks about everything ("what did we discuss?", "summarize everything"). */
+  broad: boolean;
+  /** Refers to a position in time: a span of time or the beginning/end of the conversation. */
+  temporal: boolean;
+  /** `earliest` for "at the beginning", "early on"; `latest` for "most recently". */
+  position: 'earliest' | 'latest' | null;
+  window: TimeWindow | null;
+}
+
+const BROAD = [
+  /\bwhat (else )?(did|have|were) (we|you and i|you|i) (been )?(discuss|discussed|talk(ed|ing)? about|cover(ed)?|go(ne)? over|chat(ted)? about)\b(?!\s+(about\s+)?\w)/,
+  /\b(summar(y|ize|ise|izing|ising)|recap|overview|rundown)\b.{0,40}\b(everything|all of (it|this)|so far|(our|the|this|whole|entire) (conversation|discussion|chat|session)|we('ve| have)? (discussed|covered|talked))/,
+  /\b(everything|all (the )?(topics|things)) (that )?we('ve| have)? (discussed|talked about|covered|gone over)\b/,
+  /\bcatch me up\b/,
+  /\bwhat (topics|subjects) (have|did) we\b/,
+  /^\s*(recap|summary|summarize|summarise)\s*[.!?]?\s*$/,
+];
+
+const EARLIEST = /\b(at|in|from|to) the (very )?(beginning|start|outset)\b|\bearly on\b|\bthe very first\b|\bfirst (thing|things|topic|question|message)s? (we|you|i) (discussed|talked|said|asked|mentioned|covered)\b|\bwhen we (first )?(started|began)\b|\binitially\b|\boriginally\b|\bearlier on\b/;
+const LATEST = /\b(most recently|the last thing|latest|just now|a (moment|minute) ago|earlier today)\b/;
+
+const DAY = 86_400_000;
+// Timestamps are stored in UTC while "yesterday" is the user's local day: windows get half a day of slack each side.
+const SLACK = DAY / 2;
+
+function windowOf(result: chrono.ParsedResult): TimeWindow | null {
+  const text = result.text.trim();
+  if (/^(now|today|tonight|this (morning|afternoon|evening))$/i.test(text)) return null;
+  // "may", "march", "sat", "second" in lower case are words, not dates.
+  if (/^[a-z]+$/.test(text) && text !== 'yesterday') return null;
+  const start = result.start.date().getTime();
+  if (result.end) return { fromMs: start - SLACK, toMs: result.end.date().getTime() + SLACK, text };
+  const known = (c: chrono.Component) => result.start.isCertain(c);
+  let from: number;
+  let to: number;
+  if (/\bweek\b/i.test(text)) {
+    from = start - 3.5 * DAY; to = start + 3.5 * DAY;
+  } else if (known('day')) {
+    const d = result.start.date();
+    from = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()); to = from + DAY;
+  } else if (known('month')) {
+    const d = result.start.date();
+    from = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1); to = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  } else if (/\bmonth\b/i.test(text)) {
+    from = start - 15 * DAY; to = start + 15 * DAY;
+  } else if (/\byear\b/i.test(text) || known('year')) {
+    from = start - 183 * DAY; to = start + 183 * DAY;
+  } else {
+    from = start; to = start + DAY;
+  }
+  return { fromMs: from - SLACK, toMs: to + SLACK, text };
+}
+
+/**
+ * Broad and temporal detection. Relative dates ("two days ago", "last week", "in June") are resolved against
+ * `nowMs` with chrono-node, looking back in time.
+ */
+export function detectIntent(text: string, nowMs: number): QueryIntent {
+  const lower = text.toLowerCase();
+  const broad = BROAD.some((p) => p.test(lower));
+  const position = EARLIEST.test(lower) ? 'earliest' : LATEST.test(lower) ? 'latest' : null;
+  let window: TimeWindow | null = null;
+  for (const result of chrono.parse(text, new Date(nowMs), { forwardDate: false })) {
+    window = windowOf(result);
+    if (window) break;
+  }
+  return { broad, temporal: position !== null || window !== null, position, window };
+}

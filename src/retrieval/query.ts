@@ -1,0 +1,70 @@
+import type { TurnStore } from '../store/turn-store.js';
+import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
+import type { TagIndex } from '../tags/tag-index.js';
+import type { TagStore } from '../tags/tag-store.js';
+import { singular } from '../tags/canonicalize.js';
+import { queryTerms } from './fts-query.js';
+import { type QueryIntent, detectIntent } from './intent.js';
+
+/** An inbound message, read for retrieval. */
+export interface QueryAnalysis {
+  /** BM25 words: speaker names taken out (they are a signal of their own), very common words dropped. */
+  terms: string[];
+  /** Canonical stored tags the message matched → IDF weight (related tags at half). */
+  tagWeights: Map<string, number>;
+  matchedTags: string[];
+  speakers: string[];
+  intent: QueryIntent;
+  /** Tagger failures that fell back (for the manifest). */
+  failures: string[];
+}
+
+export interface QueryContext {
+  turns: TurnStore;
+  tags: TagStore;
+  index: TagIndex;
+  canonicalizer: Canonicalizer;
+  minTags: number;
+  maxTags: number;
+}
+
+// A word on more than this share of a long conversation's turns ranks nothing and costs a scan of every posting.
+const COMMON = 0.2;
+
+/** Tags, speakers, words and intent of a question, against what the conversation has stored. */
+export async function analyzeQuery(c: QueryContext, conversationId: string, text: string, nowMs: number, nowIso: string): Promise<QueryAnalysis> {
+  const counts = await c.canonicalizer.counts(conversationId);
+  const vocabulary = [...counts.keys()].slice(0, 150);
+  const { result, failures } = await c.index.runChain({ text, kind: 'query', vocabulary, minTags: c.minTags, maxTags: c.maxTags });
+  const intent = detectIntent(text, nowMs);
+  if (result.broad) intent.broad = true;
+  if (result.temporal) intent.temporal = true;
+
+  const units = Math.max(1, await c.tags.unitCount(conversationId));
+  const idf = (n: number) => Math.log(1 + units / Math.max(1, n));
+  const tagWeights = new Map<string, number>();
+  for (const tag of await c.canonicalizer.canonical(conversationId, result.tags, nowIso)) {
+    const n = counts.get(tag);
+    if (n !== undefined) tagWeights.set(tag, idf(n));
+  }
+  for (const tag of await c.canonicalizer.canonical(conversationId, result.relatedTags, nowIso)) {
+    const n = counts.get(tag);
+    if (n !== undefined && !tagWeights.has(tag)) tagWeights.set(tag, 0.5 * idf(n));
+  }
+  // Tags on most units say little and are slow to match: keep them only when nothing rarer matched.
+  const rare = [...tagWeights].filter(([t]) => (counts.get(t) ?? 0) / units <= 0.3);
+  const weights = rare.length > 0 ? new Map(rare) : tagWeights;
+
+  const lower = text.toLowerCase();
+  const speakers = (await c.turns.speakers(conversationId)).filter((s) => new RegExp(`(?<![\\p{L}])${s.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\p{L}])`, 'u').test(lower));
+  const named = new Set(speakers.map((s) => s.toLowerCase()));
+  let terms = queryTerms(text).filter((t) => !named.has(t));
+  const turnTotal = await c.turns.turnCount(conversationId);
+  if (turnTotal >= 200 && terms.length > 1) {
+    const df = await c.tags.termFrequencies(conversationId, terms.map(singular));
+    const kept = terms.filter((t) => (df.get(singular(t)) ?? 0) / turnTotal <= COMMON);
+    if (kept.length > 0) terms = kept;
+  }
+  if (terms.length === 0 && speakers.length > 0) terms = speakers.map((s) => s.toLowerCase());
+  return { terms, tagWeights: weights, matchedTags: [...weights.keys()], speakers, intent, failures };
+}

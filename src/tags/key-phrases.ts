@@ -1,0 +1,61 @@
+import { STOPWORDS, WORD } from '../retrieval/fts-query.js';
+import { singular } from './canonicalize.js';
+
+// Frequent English words that name no topic. BM25 discounts them by IDF; a tag cannot, so they never become tags.
+const GENERIC = new Set(`user assistant system tool because able actually ago ahead almost along already always amazing another anyone anything anyway
+around asked away awesome back bad basically beautiful best better big bit came cause certainly change chat come comes
+coming completely cool course day days definitely different doing done down during easy else enough especially even
+ever every everyone everything exactly example excited fact far feel feeling feels felt find fine first folks found
+fun gave give given gives giving glad go goes going gone good gotta great guess guys happen happened happy hard help
+helped helpful helps hope hoping idea important interesting keep kind kinds last least less little lot lots love
+loved made make makes making many matter may maybe mean means might mind more much must need needed needs never new
+next nice nothing often old one ones others part pretty probably put quite rather ready real reason right said saw
+see seem seemed seems seen sense several share shared sharing since sometimes something soon sorry sounds special
+start started still stuff super sure take taken takes taking talk talked talking things thing thought three time
+times today told took totally true try trying two type understand use used useful uses using usually want wanted
+wants way ways week well went whatever whole wonderful work worked working works world wow yeah year years yet
+yesterday together though although however therefore thus else instead perhaps within without across among whether
+etc via per vs yours also i'm i've you're it's that's there's don't can't won't didn't isn't`.split(/\s+/));
+
+/** A tag candidate found in a text. */
+export interface Candidate {
+  /** Canonical form (singular words joined by `-`). */
+  term: string;
+  count: number;
+  /** Capitalised inside a sentence: a name (`Caroline`, `Postgres`). */
+  name: boolean;
+  /** Two adjacent content words (`support-group`, `materialized-view`). */
+  phrase: boolean;
+}
+
+/** Whether a lower-cased word can be (part of) a tag. */
+export function contentWord(word: string): boolean {
+  return word.length >= 3 && !STOPWORDS.has(word) && !GENERIC.has(word) && !/^\d+$/.test(word);
+}
+
+/**
+ * Key words and phrases of a text: content words (singular), adjacent pairs of them, and capitalised words inside
+ * a sentence (names). Deterministic; no language model.
+ */
+export function candidates(text: string): Map<string, Candidate> {
+  const out = new Map<string, Candidate>();
+  const add = (term: string, name: boolean, phrase: boolean) => {
+    const c = out.get(term);
+    if (c) { c.count++; c.name ||= name; } else out.set(term, { term, count: 1, name, phrase });
+  };
+  for (const chunk of text.split(/[.!?;:,()[\]{}"“”\n]+/u)) {
+    let prev: string | null = null;
+    let first = true;
+    for (const raw of chunk.match(WORD) ?? []) {
+      const lower = raw.toLowerCase().replace(/['’](s|t|d|ll|re|ve|m)$/u, '').replace(/['’_-]+$/u, '');
+      const isName = !first && /^\p{Lu}/u.test(raw) && lower !== 'i' && lower.length >= 2;
+      first = false;
+      if (!contentWord(lower) && !(isName && !STOPWORDS.has(lower))) { prev = null; continue; }
+      const term = lower.includes('-') ? lower.split('-').map(singular).join('-') : singular(lower);
+      add(term, isName, false);
+      if (prev !== null) add(`${prev}-${term}`, false, true);
+      prev = term;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,97 @@
+import type { TurnRecord, TurnStore } from '../store/turn-store.js';
+import type { TagRequest, TagResult, Tagger } from '../types.js';
+import { candidates } from './key-phrases.js';
+import type { Canonicalizer } from './tag-canonicalizer.js';
+import type { TagStore, UnitTags } from './tag-store.js';
+
+export interface TagIndexOptions {
+  turns: TurnStore;
+  tags: TagStore;
+  canonicalizer: Canonicalizer;
+  /** Tried in order; the last (keyword) never fails. */
+  taggers: readonly Tagger[];
+  minTags: number;
+  maxTags: number;
+}
+
+/** The text a tagger sees for turns: each prefixed with its speaker. */
+function unitText(turns: readonly TurnRecord[]): string {
+  return turns.map((t) => `${t.name ?? t.role}: ${t.text}`).join('\n');
+}
+
+/** Splits turns into units: a user turn starts one, replies and tool turns join it; system turns are not tagged. */
+function group(turns: readonly TurnRecord[]): TurnRecord[][] {
+  const units: TurnRecord[][] = [];
+  for (const t of turns) {
+    if (t.role === 'system') continue;
+    const last = units[units.length - 1];
+    if (t.role === 'user' || !last) units.push([t]);
+    else last.push(t);
+  }
+  return units;
+}
+
+/** The turn tag index: tags every unit once its turns are stored, and tags questions for retrieval. */
+export function createTagIndex(o: TagIndexOptions) {
+  const runChain = async (request: TagRequest): Promise<{ result: TagResult; tagger: string; failures: string[] }> => {
+    const failures: string[] = [];
+    for (const tagger of o.taggers) {
+      try {
+        return { result: await tagger.tag(request), tagger: tagger.name, failures };
+      } catch (e) {
+        failures.push(`${tagger.name}: ${(e as Error).message}`);
+      }
+    }
+    return { result: { tags: [], relatedTags: [] }, tagger: 'none', failures };
+  };
+
+  return {
+    runChain,
+
+    /**
+     * Tags what is not tagged yet: new units, and the last unit again when new replies joined it. Resumable: a
+     * failure before the write leaves the turns stored and untagged, and the next call picks them up.
+     */
+    async indexNew(conversationId: string, nowIso: string): Promise<{ units: number; failures: string[] }> {
+      const last = await o.tags.lastUnit(conversationId);
+      const from = last?.unitSeq ?? 0;
+      const turns = await o.turns.range(conversationId, from, 1_000_000);
+      const countedTo = last?.endSeq ?? -1;
+      if (turns.length === 0 || turns[turns.length - 1]!.seq <= countedTo) return { units: 0, failures: [] };
+      const terms = new Map<string, number>();
+      let turnTotal = countedTo + 1;
+      const saved: UnitTags[] = [];
+      const failures: string[] = [];
+      const vocabulary = [...(await o.canonicalizer.counts(conversationId)).keys()];
+      for (const unit of group(turns)) {
+        const fresh = unit.filter((t) => t.seq > countedTo);
+        if (fresh.length === 0) continue;
+        const { result, tagger, failures: f } = await runChain({
+          text: unitText(unit), kind: 'unit', vocabulary, minTags: o.minTags, maxTags: o.maxTags,
+          stats: { turns: turnTotal, termFrequencies: async (ts) => {
+            const stored = await o.tags.termFrequencies(conversationId, ts);
+            return new Map(ts.map((t) => [t, (stored.get(t) ?? 0) + (terms.get(t) ?? 0)]));
+          } },
+        });
+        failures.push(...f);
+        for (const t of fresh) for (const term of candidates(t.text).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
+        turnTotal += fresh.length;
+        const tags = await o.canonicalizer.canonical(conversationId, result.tags, nowIso);
+        saved.push({
+          unitSeq: unit[0]!.seq,
+          endSeq: unit[unit.length - 1]!.seq,
+          tags,
+          relatedTags: await o.canonicalizer.canonical(conversationId, result.relatedTags, nowIso),
+          tagger,
+        });
+        // Vocabulary feedback within a batch too: the next unit's tagger sees these.
+        for (const t of tags) if (!vocabulary.includes(t)) vocabulary.push(t);
+      }
+      await o.tags.saveUnits(conversationId, saved, terms, nowIso);
+      await o.canonicalizer.refresh(conversationId);
+      return { units: saved.length, failures };
+    },
+  };
+}
+
+export type TagIndex = ReturnType<typeof createTagIndex>;

@@ -1,0 +1,209 @@
+import type { SqlValue, Statement, StorageDriver } from '../types.js';
+
+/** A tagged unit: a user turn (`unitSeq`) and the replies that follow it, up to `endSeq`. */
+export interface UnitTags {
+  unitSeq: number;
+  endSeq: number;
+  tags: string[];
+  relatedTags: string[];
+  tagger: string;
+}
+
+/** A tag's statistics in one conversation. */
+export interface TagStat {
+  tag: string;
+  /** Units carrying it (as a tag or a related tag). */
+  units: number;
+  firstSeq: number;
+  lastSeq: number;
+  lastUsed: string;
+}
+
+/** A manual or detected alias: `alias` is always read as `tag`. */
+export interface TagAlias {
+  alias: string;
+  tag: string;
+  source: 'manual' | 'auto';
+  createdAt: string;
+}
+
+function marks(n: number): string {
+  return Array.from({ length: n }, () => '?').join(', ');
+}
+
+// Statistics of a tag recomputed from its rows: exact, and cheap with the (conversation, tag, unit) key.
+const RESTAT = `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq, last_used)
+  SELECT ?1, ?2, COUNT(*), MIN(unit_seq), MAX(unit_seq), ?3 FROM unit_tags WHERE conversation_id = ?1 AND tag = ?2
+  ON CONFLICT (conversation_id, tag) DO UPDATE SET units = excluded.units, first_seq = excluded.first_seq,
+  last_seq = excluded.last_seq, last_used = excluded.last_used`;
+
+/** Every SQL statement of the turn tag index, aliases and term statistics. */
+export function createTagStore(driver: StorageDriver) {
+  return {
+    async lastUnit(conversationId: string): Promise<{ unitSeq: number; endSeq: number } | null> {
+      const rows = await driver.query<{ unit_seq: number; end_seq: number }>(
+        'SELECT unit_seq, end_seq FROM units WHERE conversation_id = ? ORDER BY unit_seq DESC LIMIT 1', [conversationId]);
+      const r = rows[0];
+      return r ? { unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq) } : null;
+    },
+
+    async unitCount(conversationId: string): Promise<number> {
+      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM units WHERE conversation_id = ?', [conversationId]);
+      return Number(rows[0]?.n ?? 0);
+    },
+
+    /**
+     * Stores (or replaces) the tags of units, counts the terms of newly tagged turns, and brings every touched tag's
+     * statistics up to date — one transaction.
+     */
+    async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string): Promise<void> {
+      if (units.length === 0) return;
+      const touched = new Set<string>();
+      const old = await driver.query<{ tag: string }>(
+        `SELECT DISTINCT tag FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${marks(units.length)})`,
+        [conversationId, ...units.map((u) => u.unitSeq)]);
+      for (const r of old) touched.add(r.tag);
+      const statements: Statement[] = [];
+      for (const u of units) {
+        statements.push(
+          { sql: 'DELETE FROM unit_tags WHERE conversation_id = ? AND unit_seq = ?', params: [conversationId, u.unitSeq] },
+          { sql: 'INSERT OR REPLACE INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)',
+            params: [conversationId, u.unitSeq, u.endSeq, u.tagger, nowIso] },
+        );
+        const related = u.relatedTags.filter((t) => !u.tags.includes(t));
+        for (const [tag, isRelated] of [...u.tags.map((t) => [t, 0] as const), ...related.map((t) => [t, 1] as const)]) {
+          statements.push({ sql: 'INSERT OR IGNORE INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)',
+            params: [conversationId, tag, u.unitSeq, isRelated] });
+          touched.add(tag);
+        }
+      }
+      for (const tag of touched) statements.push({ sql: RESTAT, params: [conversationId, tag, nowIso] });
+      statements.push({ sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [conversationId] });
+      for (const [term, n] of terms) {
+        statements.push({ sql: `INSERT INTO term_df (conversation_id, term, turns) VALUES (?, ?, ?)
+          ON CONFLICT (conversation_id, term) DO UPDATE SET turns = turns + excluded.turns`, params: [conversationId, term, n] });
+      }
+      await driver.batch(statements);
+    },
+
+    /** In how many turns of the conversation each term occurs (absent: never). */
+    async termFrequencies(conversationId: string, terms: readonly string[]): Promise<Map<string, number>> {
+      const out = new Map<string, number>();
+      for (let i = 0; i < terms.length; i += 400) {
+        const chunk = terms.slice(i, i + 400);
+        const rows = await driver.query<{ term: string; turns: number }>(
+          `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${marks(chunk.length)})`, [conversationId, ...chunk]);
+        for (const r of rows) out.set(r.term, Number(r.turns));
+      }
+      return out;
+    },
+
+    /** All tags of a conversation, most used first. */
+    async vocabulary(conversationId: string, limit = 100_000): Promise<TagStat[]> {
+      const rows = await driver.query<{ tag: string; units: number; first_seq: number; last_seq: number; last_used: string }>(
+        'SELECT tag, units, first_seq, last_seq, last_used FROM tags WHERE conversation_id = ? ORDER BY units DESC, tag LIMIT ?',
+        [conversationId, limit]);
+      return rows.map((r) => ({ tag: r.tag, units: Number(r.units), firstSeq: Number(r.first_seq), lastSeq: Number(r.last_seq), lastUsed: r.last_used }));
+    },
+
+    /**
+     * Units carrying any of the weighted tags, scored by the sum of the weights of the tags they carry (a related
+     * tag on the unit counts half), best first.
+     */
+    async matchUnits(conversationId: string, weights: ReadonlyMap<string, number>, limit: number): Promise<{ unitSeq: number; endSeq: number; score: number; tags: string[] }[]> {
+      if (weights.size === 0) return [];
+      const rows = await driver.query<{ unit_seq: number; end_seq: number; score: number; tags: string }>(
+        `SELECT u.unit_seq AS unit_seq, n.end_seq AS end_seq, SUM(q.value * (CASE u.related WHEN 1 THEN 0.5 ELSE 1.0 END)) AS score,
+                group_concat(u.tag, ' ') AS tags
+         FROM json_each(?) q JOIN unit_tags u ON u.conversation_id = ? AND u.tag = q.key
+         JOIN units n ON n.conversation_id = u.conversation_id AND n.unit_seq = u.unit_seq
+         GROUP BY u.unit_seq ORDER BY score DESC, u.unit_seq DESC LIMIT ?`,
+        [JSON.stringify(Object.fromEntries(weights)), conversationId, limit]);
+      return rows.map((r) => ({ unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq), score: Number(r.score), tags: r.tags.split(' ') }));
+    },
+
+    /** The tags most often found on the same units as `tag`. */
+    async coTags(conversationId: string, tag: string, limit: number): Promise<string[]> {
+      const rows = await driver.query<{ tag: string }>(
+        `SELECT o.tag AS tag FROM unit_tags u JOIN unit_tags o ON o.conversation_id = u.conversation_id AND o.unit_seq = u.unit_seq
+         WHERE u.conversation_id = ? AND u.tag = ? AND o.tag <> u.tag AND o.related = 0
+         GROUP BY o.tag ORDER BY COUNT(*) DESC, o.tag LIMIT ?`, [conversationId, tag, limit]);
+      return rows.map((r) => r.tag);
+    },
+
+    /** The unit each turn belongs to (the nearest unit start at or before it). */
+    async unitOf(conversationId: string, seqs: readonly number[]): Promise<Map<number, { unitSeq: number; endSeq: number }>> {
+      const out = new Map<number, { unitSeq: number; endSeq: number }>();
+      if (seqs.length === 0) return out;
+      const rows = await driver.query<{ seq: number; unit_seq: number | null; end_seq: number | null }>(
+        `SELECT s.value AS seq, u.unit_seq AS unit_seq, u.end_seq AS end_seq FROM json_each(?) s
+         LEFT JOIN units u ON u.conversation_id = ? AND u.unit_seq =
+           (SELECT MAX(unit_seq) FROM units WHERE conversation_id = ? AND unit_seq <= s.value)`,
+        [JSON.stringify(seqs), conversationId, conversationId]);
+      for (const r of rows) if (r.unit_seq !== null && Number(r.seq) <= Number(r.end_seq)) out.set(Number(r.seq), { unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq) });
+      return out;
+    },
+
+    /** The tags of units: `tags` first, then `related`. */
+    async tagsOf(conversationId: string, unitSeqs: readonly number[]): Promise<Map<number, { tags: string[]; related: string[] }>> {
+      const out = new Map<number, { tags: string[]; related: string[] }>();
+      if (unitSeqs.length === 0) return out;
+      const rows = await driver.query<{ unit_seq: number; tag: string; related: number }>(
+        `SELECT unit_seq, tag, related FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${marks(unitSeqs.length)})`,
+        [conversationId, ...unitSeqs]);
+      for (const r of rows) {
+        const entry = out.get(Number(r.unit_seq)) ?? { tags: [], related: [] };
+        out.set(Number(r.unit_seq), entry);
+        (Number(r.related) === 1 ? entry.related : entry.tags).push(r.tag);
+      }
+      return out;
+    },
+
+    /** Marks tags as used now (a question matched them). */
+    async touch(conversationId: string, tags: readonly string[], nowIso: string): Promise<void> {
+      if (tags.length === 0) return;
+      await driver.batch([{ sql: `UPDATE tags SET last_used = ? WHERE conversation_id = ? AND tag IN (${marks(tags.length)})`, params: [nowIso, conversationId, ...tags] }]);
+    },
+
+    async aliases(): Promise<TagAlias[]> {
+      const rows = await driver.query<{ alias: string; tag: string; source: string; created_at: string }>('SELECT alias, tag, source, created_at FROM tag_aliases ORDER BY alias');
+      return rows.map((r) => ({ alias: r.alias, tag: r.tag, source: r.source as TagAlias['source'], createdAt: r.created_at }));
+    },
+
+    /** Every tag in use, in any conversation (for alias suggestions). */
+    async allTags(): Promise<{ tag: string; units: number }[]> {
+      const rows = await driver.query<{ tag: string; units: number }>('SELECT tag, SUM(units) AS units FROM tags GROUP BY tag ORDER BY units DESC');
+      return rows.map((r) => ({ tag: r.tag, units: Number(r.units) }));
+    },
+
+    /**
+     * Records `alias → tag` and rewrites stored tags spelled `alias` (derived data) in the same transaction, with
+     * their statistics.
+     */
+    async addAlias(alias: string, tag: string, source: TagAlias['source'], nowIso: string): Promise<void> {
+      const convs = await driver.query<{ conversation_id: string }>('SELECT DISTINCT conversation_id FROM unit_tags WHERE tag = ?', [alias]);
+      const statements: Statement[] = [
+        { sql: 'INSERT OR REPLACE INTO tag_aliases (alias, tag, source, created_at) VALUES (?, ?, ?, ?)', params: [alias, tag, source, nowIso] },
+        // An alias of an alias points at the final tag.
+        { sql: 'UPDATE tag_aliases SET tag = ? WHERE tag = ?', params: [tag, alias] },
+        { sql: `INSERT OR IGNORE INTO unit_tags (conversation_id, tag, unit_seq, related)
+                SELECT conversation_id, ?, unit_seq, related FROM unit_tags WHERE tag = ?`, params: [tag, alias] },
+        { sql: 'DELETE FROM unit_tags WHERE tag = ?', params: [alias] },
+      ];
+      for (const { conversation_id: c } of convs) {
+        const params: SqlValue[] = [c, tag, nowIso];
+        statements.push({ sql: RESTAT, params }, { sql: RESTAT, params: [c, alias, nowIso] });
+      }
+      statements.push({ sql: 'DELETE FROM tags WHERE units = 0' });
+      await driver.batch(statements);
+    },
+
+    async removeAlias(alias: string): Promise<boolean> {
+      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM tag_aliases WHERE alias = ?', [alias]);
+      await driver.batch([{ sql: 'DELETE FROM tag_aliases WHERE alias = ?', params: [alias] }]);
+      return Number(rows[0]?.n ?? 0) > 0;
+    },
+  };
+}
+
+export type TagStore = ReturnType<typeof createTagStore>;

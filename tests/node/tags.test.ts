@@ -1,0 +1,212 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createMemory, type Memory } from '../../src/index.js';
+import { detectIntent } from '../../src/retrieval/intent.js';
+import { isAutoAlias, slug } from '../../src/tags/canonicalize.js';
+import { keywordTagger } from '../../src/tags/keyword-tagger.js';
+import { parseTagReply } from '../../src/tags/llm-tagger.js';
+import type { ChatMessage } from '../../src/types.js';
+import { assistant, user } from './helpers.js';
+
+let memory: Memory | undefined;
+afterEach(async () => { await memory?.close(); memory = undefined; });
+
+describe('canonicalizer', () => {
+  it('slugs, folds plurals and keeps names and mass nouns', () => {
+    expect(slug('Materialized Views')).toBe('materialized-view');
+    expect(slug('  Queries ')).toBe('query');
+    expect(slug('Kubernetes')).toBe('kubernetes');
+    expect(slug('data')).toBe('data');
+    expect(slug('Café Analysis')).toBe('cafe-analysis');
+    expect(slug('!!!')).toBe('');
+  });
+
+  it('merges spelling variants only when they are close and long', () => {
+    expect(isAutoAlias('data-base', 'database')).toBe(true);
+    expect(isAutoAlias('kubernets', 'kubernetes')).toBe(true);
+    expect(isAutoAlias('react', 'reach')).toBe(false);
+    expect(isAutoAlias('postgres', 'postgresql')).toBe(false);
+  });
+
+  it('applies manual aliases to stored and future tags, and suggests likely ones', async () => {
+    memory = await createMemory({ tagKeywords: { db: ['sql'] } });
+    await memory.onTurnComplete({ conversationId: 'c', messages: [user('Our sql schema needs a postgres index.'), assistant('Add one on author.')] });
+    expect((await memory.tags('c')).map((t) => t.tag)).toContain('db');
+    await memory.aliases.add('DB', 'Databases');
+    const tags = (await memory.tags('c')).map((t) => t.tag);
+    expect(tags).toContain('database');
+    expect(tags).not.toContain('db');
+    expect(await memory.aliases.list()).toEqual([expect.objectContaining({ alias: 'db', tag: 'database', source: 'manual' })]);
+    await memory.onTurnComplete({ conversationId: 'c', messages: [user('Another sql question about postgresql.'), assistant('Sure.')] });
+    expect((await memory.tags('c')).find((t) => t.tag === 'database')?.units).toBe(2);
+    const pairs = (await memory.aliases.suggest()).map((x) => [x.alias, x.tag].sort().join(' '));
+    expect(pairs).toContain('postgres postgresql');
+    await expect(memory.aliases.add('', 'x')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+describe('keyword tagger', () => {
+  it('finds names, rare words and configured tags in real text', async () => {
+    const tagger = keywordTagger({ tagKeywords: { caching: ['cache', 'materialized view'] } });
+    const result = await tagger.tag({
+      kind: 'unit', vocabulary: [], minTags: 2, maxTags: 6,
+      text: 'user: We switched the feed to a materialized view in Postgres because the timeline query took 900 ms.\nassistant: Refresh it every five minutes.',
+    });
+    expect(result.tags[0]).toBe('caching');
+    expect(result.tags).toEqual(expect.arrayContaining(['postgres', 'feed']));
+    expect(result.tags.length).toBeLessThanOrEqual(6);
+    expect(result.tags).not.toContain('because');
+  });
+
+  it('tags stored units with the conversation\'s vocabulary and statistics', async () => {
+    memory = await createMemory();
+    const messages: ChatMessage[] = [];
+    for (let i = 0; i < 12; i++) messages.push(user(`Week ${i} of marathon training: tempo run and long run on Sunday.`), assistant('Keep the easy pace easy.'));
+    messages.push(user('Separately, my sourdough starter smells like acetone.'), assistant('Feed it more often.'));
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    const tags = await memory.tags('c');
+    const marathon = tags.find((t) => t.tag === 'marathon')!;
+    expect(marathon).toMatchObject({ units: 12, firstSeq: 0, lastSeq: 22 });
+    expect(tags.find((t) => t.tag === 'sourdough')).toMatchObject({ units: 1, firstSeq: 24 });
+  });
+});
+
+describe('broad and temporal detection', () => {
+  const now = Date.parse('2023-07-10T12:00:00Z');
+  it.each([
+    ['What did we discuss?', true],
+    ['Can you summarize everything so far?', true],
+    ['catch me up', true],
+    ['What did we discuss about the database?', false],
+    ['What did you say about image storage?', false],
+  ])('broad: %s', (q, broad) => expect(detectIntent(q, now).broad).toBe(broad));
+
+  it.each([
+    ['Going back to the very beginning, what were the key decisions?', 'earliest', null],
+    ['Something you said early on about indexing', 'earliest', null],
+    ['What did we talk about last week?', null, '2023-07-03'],
+    ['two days ago you mentioned a book', null, '2023-07-08'],
+    ['What did I do in June?', null, '2023-06-15'],
+    ['yesterday', null, '2023-07-09'],
+  ])('temporal: %s', (q, position, inside) => {
+    const i = detectIntent(q, now);
+    expect(i.temporal).toBe(true);
+    expect(i.position).toBe(position);
+    if (inside) {
+      const t = Date.parse(`${inside}T12:00:00Z`);
+      expect(i.window!.fromMs).toBeLessThanOrEqual(t);
+      expect(i.window!.toMs).toBeGreaterThan(t);
+    }
+  });
+
+  it.each(['I may go to the park', 'Can we march on?', 'What is the first thing I should check?', 'When did Caroline go to the support group?'])(
+    'not temporal: %s', (q) => expect(detectIntent(q, now).temporal).toBe(false));
+});
+
+// A local server speaking the OpenAI chat-completions protocol; each test sets how it answers.
+let server: Server;
+let baseUrl = '';
+let reply: (body: { messages: { content: string }[] }) => { status?: number; delayMs?: number; content: string } = () => ({ content: '{}' });
+const requests: { messages: { role: string; content: string }[]; response_format?: unknown }[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => { raw += c; });
+    req.on('end', () => {
+      const body = JSON.parse(raw) as (typeof requests)[number];
+      requests.push(body);
+      const r = reply(body);
+      setTimeout(() => {
+        if (res.destroyed) return;
+        res.writeHead(r.status ?? 200, { 'content-type': 'application/json' });
+        res.end(r.status && r.status >= 400 ? r.content : JSON.stringify({ model: 'test-model', choices: [{ message: { role: 'assistant', content: r.content } }], usage: { prompt_tokens: 10, completion_tokens: 5 } }));
+      }, r.delayMs ?? 0);
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+});
+afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+
+describe('LLM tagger (local OpenAI-compatible server)', () => {
+  it('parses fenced JSON and refuses replies without tags', () => {
+    expect(parseTagReply('```json\n{"tags":["a"],"related_tags":["b"],"broad":true}\n```')).toEqual({ tags: ['a'], relatedTags: ['b'], broad: true, temporal: false });
+    expect(() => parseTagReply('sure! here are tags: a, b')).toThrow(/no JSON/);
+    expect(() => parseTagReply('{"labels": []}')).toThrow(/no "tags"/);
+  });
+
+  it('bridges vocabularies with related tags: "that caching trick for the feed" finds the materialized views', async () => {
+    requests.length = 0;
+    reply = (body) => {
+      const text = body.messages.at(-1)!.content.split('<text>')[1]!;
+      if (text.includes('materialized')) return { content: JSON.stringify({ tags: ['postgres', 'materialized-views'], relatedTags: ['caching', 'precomputed'] }) };
+      if (text.includes('caching trick')) return { content: JSON.stringify({ tags: ['caching'], relatedTags: ['performance'] }) };
+      return { content: JSON.stringify({ tags: ['gardening'], relatedTags: [] }) };
+    };
+    memory = await createMemory({ contextWindow: 1500, reserveTokens: 200, protectedRecentTurns: 2, llm: { baseUrl, model: 'test-model' } });
+    const messages: ChatMessage[] = [
+      user('The timeline was slow, so we precomputed it with materialized views in Postgres.'),
+      assistant('Refresh them concurrently every five minutes.'),
+    ];
+    for (let i = 0; i < 80; i++) messages.push(user(`Garden note ${i}: the tomatoes need water and the beans need poles.`), assistant(`Noted ${i}.`));
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    expect(requests[1]!.messages.at(-1)!.content).toMatch(/Known tags: .*postgres/);
+    expect(requests[0]!.response_format).toEqual({ type: 'json_object' });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Remind me of that caching trick for the feed?') });
+    expect(ctx.matchedTags).toContain('caching');
+    const first = ctx.manifest.find((e) => e.kind === 'recall' && e.scores.rank === 1)!;
+    expect(first.tags).toContain('caching');
+    expect(first.scores.tagIdf).toBeGreaterThan(0);
+    expect(first.scores.bm25).toBeUndefined();
+    expect(ctx.recallText, JSON.stringify(ctx.manifest.slice(0, 3))).toContain('materialized views');
+  });
+
+  it('falls back to the keyword tagger on malformed, failing and slow replies', async () => {
+    memory = await createMemory({ llm: { baseUrl, model: 'test-model', timeoutMs: 300 } });
+    for (const [i, r] of [{ content: 'not json at all' }, { status: 500, content: 'boom' }, { content: '{"tags": ["late"]}', delayMs: 1000 }].entries()) {
+      reply = () => r;
+      await memory.onTurnComplete({ conversationId: 'c', messages: [user(`Question ${i} about the Lisbon marathon route.`), assistant('It follows the river.')] });
+    }
+    const tags = (await memory.tags('c')).map((t) => t.tag);
+    expect(tags).toContain('lisbon');
+    expect(tags).not.toContain('late');
+  });
+});
+
+describe('retrieval by time and breadth', () => {
+  it('answers "at the beginning" earliest first and "in June" from June', async () => {
+    memory = await createMemory({ contextWindow: 1500, reserveTokens: 200, protectedRecentTurns: 2, memoryTokens: 200 });
+    const messages: ChatMessage[] = [];
+    const day = (d: number) => new Date(Date.UTC(2023, 4, 1 + d)).toISOString();
+    messages.push(user('First decision: the API uses Flask blueprints.', { createdAt: day(0) }), assistant('Blueprints it is.', { createdAt: day(0) }));
+    for (let i = 1; i < 60; i++) messages.push(user(`Day ${i}: more work on the Flask API endpoints and tests.`, { createdAt: day(i) }), assistant(`OK ${i}.`, { createdAt: day(i) }));
+    messages.push(user('We chose SQLite for the June prototype.', { createdAt: day(40) }), assistant('Good.', { createdAt: day(40) }));
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    const early = await memory.onMessageInbound({ conversationId: 'c', message: user('Going back to the very beginning, what did we decide about the API?'), now: day(70) });
+    expect(early.temporal).toBe(true);
+    expect(early.recallText).toContain('Flask blueprints');
+    const june = await memory.onMessageInbound({ conversationId: 'c', message: user('What did we choose in June?'), now: day(70) });
+    expect(june.temporal).toBe(true);
+    const timed = june.manifest.filter((e) => e.kind === 'recall' && e.scores.time);
+    expect(timed.length).toBeGreaterThan(0);
+    const broad = await memory.onMessageInbound({ conversationId: 'c', message: user('What did we discuss?'), now: day(70) });
+    expect(broad.broad).toBe(true);
+    expect(broad.manifest.filter((e) => e.kind === 'recall').length).toBeGreaterThan(3);
+    expect(broad.prependText).toMatch(/<context-topics>[\s\S]*flask/);
+  });
+
+  it('stops recalling memory whose tags expired, without deleting it', async () => {
+    memory = await createMemory({ contextWindow: 1200, reserveTokens: 200, protectedRecentTurns: 2, tagRules: [{ match: 'debug*', ttlDays: 7 }, { match: '*', ttlDays: 30 }] });
+    await memory.onTurnComplete({ conversationId: 'c', messages: [
+      user('Debug stacktrace from the worker crash.', { createdAt: '2023-01-01T00:00:00Z' }),
+      assistant('Debug it with a breakpoint.', { createdAt: '2023-01-01T00:00:01Z' }),
+      ...Array.from({ length: 120 }, (_, i) => user(`note ${i} on weather and gardens`, { createdAt: '2023-02-15T00:00:00Z' })),
+    ] });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What was the worker crash stacktrace?'), now: '2023-03-01T00:00:00Z' });
+    expect(ctx.recallText).not.toContain('worker crash');
+    expect(ctx.dropped.some((d) => d.reason === 'expired')).toBe(true);
+    expect((await memory.turns('c', { limit: 1 }))[0]!.text).toContain('worker crash');
+  });
+});
