@@ -3,6 +3,7 @@ import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagStore } from '../tags/tag-store.js';
 import { singular } from '../tags/canonicalize.js';
+import { escapeRegExp } from '../tags/key-phrases.js';
 import { queryTerms } from './fts-query.js';
 import { type QueryIntent, detectIntent } from './intent.js';
 
@@ -56,7 +57,7 @@ export async function analyzeQuery(c: QueryContext, conversationId: string, text
   const weights = rare.length > 0 ? new Map(rare) : tagWeights;
 
   const lower = text.toLowerCase();
-  const speakers = (await c.turns.speakers(conversationId)).filter((s) => new RegExp(`(?<![\\p{L}])${s.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\p{L}])`, 'u').test(lower));
+  const speakers = (await c.turns.speakers(conversationId)).filter((s) => new RegExp(`(?<![\\p{L}])${escapeRegExp(s.toLowerCase())}(?![\\p{L}])`, 'u').test(lower));
   const named = new Set(speakers.map((s) => s.toLowerCase()));
   let terms = queryTerms(text).filter((t) => !named.has(t));
   const turnTotal = await c.turns.turnCount(conversationId);

@@ -70,7 +70,8 @@ export function turnMessage(t: StoredTurn): ChatMessage {
   return m;
 }
 
-function placeholders(n: number): string {
+/** `?, ?, …` for an IN list of `n` values. */
+export function placeholders(n: number): string {
   return Array.from({ length: n }, () => '?').join(', ');
 }
 

@@ -17,6 +17,11 @@ wants way ways week well went whatever whole wonderful work worked working works
 yesterday together though although however therefore thus else instead perhaps within without across among whether
 etc via per vs yours also i'm i've you're it's that's there's don't can't won't didn't isn't`.split(/\s+/));
 
+/** `s` as a literal inside a RegExp. */
+export function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 /** A tag candidate found in a text. */
 export interface Candidate {
   /** Canonical form (singular words joined by `-`). */

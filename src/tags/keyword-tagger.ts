@@ -1,14 +1,10 @@
 import type { TagRequest, TagResult, Tagger } from '../types.js';
 import { slug } from './canonicalize.js';
-import { type Candidate, candidates } from './key-phrases.js';
+import { type Candidate, candidates, escapeRegExp } from './key-phrases.js';
 
 export interface KeywordTaggerOptions {
   /** Tags defined by their words: `{ database: ['db', 'sql', 'postgres'] }`. */
   tagKeywords?: Record<string, string[]>;
-}
-
-function escape(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /**
@@ -22,7 +18,7 @@ function escape(s: string): string {
 export function keywordTagger(options: KeywordTaggerOptions = {}): Tagger {
   const rules = Object.entries(options.tagKeywords ?? {}).map(([tag, words]) => ({
     tag,
-    pattern: new RegExp(`(?<![\\p{L}\\p{N}])(?:${words.map((w) => escape(w.toLowerCase())).join('|')})(?![\\p{L}\\p{N}])`, 'u'),
+    pattern: new RegExp(`(?<![\\p{L}\\p{N}])(?:${words.map((w) => escapeRegExp(w.toLowerCase())).join('|')})(?![\\p{L}\\p{N}])`, 'u'),
   }));
   return {
     name: 'keyword',

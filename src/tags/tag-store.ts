@@ -1,3 +1,4 @@
+import { placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver } from '../types.js';
 
 /** A tagged unit: a user turn (`unitSeq`) and the replies that follow it, up to `endSeq`. */
@@ -25,10 +26,6 @@ export interface TagAlias {
   tag: string;
   source: 'manual' | 'auto';
   createdAt: string;
-}
-
-function marks(n: number): string {
-  return Array.from({ length: n }, () => '?').join(', ');
 }
 
 // Statistics of a tag recomputed from its rows: exact, and cheap with the (conversation, tag, unit) key.
@@ -60,7 +57,7 @@ export function createTagStore(driver: StorageDriver) {
       if (units.length === 0) return;
       const touched = new Set<string>();
       const old = await driver.query<{ tag: string }>(
-        `SELECT DISTINCT tag FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${marks(units.length)})`,
+        `SELECT DISTINCT tag FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${placeholders(units.length)})`,
         [conversationId, ...units.map((u) => u.unitSeq)]);
       for (const r of old) touched.add(r.tag);
       const statements: Statement[] = [];
@@ -92,7 +89,7 @@ export function createTagStore(driver: StorageDriver) {
       for (let i = 0; i < terms.length; i += 400) {
         const chunk = terms.slice(i, i + 400);
         const rows = await driver.query<{ term: string; turns: number }>(
-          `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${marks(chunk.length)})`, [conversationId, ...chunk]);
+          `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]);
         for (const r of rows) out.set(r.term, Number(r.turns));
       }
       return out;
@@ -149,7 +146,7 @@ export function createTagStore(driver: StorageDriver) {
       const out = new Map<number, { tags: string[]; related: string[] }>();
       if (unitSeqs.length === 0) return out;
       const rows = await driver.query<{ unit_seq: number; tag: string; related: number }>(
-        `SELECT unit_seq, tag, related FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${marks(unitSeqs.length)})`,
+        `SELECT unit_seq, tag, related FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${placeholders(unitSeqs.length)})`,
         [conversationId, ...unitSeqs]);
       for (const r of rows) {
         const entry = out.get(Number(r.unit_seq)) ?? { tags: [], related: [] };
@@ -162,7 +159,7 @@ export function createTagStore(driver: StorageDriver) {
     /** Marks tags as used now (a question matched them). */
     async touch(conversationId: string, tags: readonly string[], nowIso: string): Promise<void> {
       if (tags.length === 0) return;
-      await driver.batch([{ sql: `UPDATE tags SET last_used = ? WHERE conversation_id = ? AND tag IN (${marks(tags.length)})`, params: [nowIso, conversationId, ...tags] }]);
+      await driver.batch([{ sql: `UPDATE tags SET last_used = ? WHERE conversation_id = ? AND tag IN (${placeholders(tags.length)})`, params: [nowIso, conversationId, ...tags] }]);
     },
 
     async aliases(): Promise<TagAlias[]> {
