@@ -6,6 +6,7 @@ import { type ResolvedOptions, resolveOptions } from './options.js';
 import { topicsHint } from './assembly/topics-hint.js';
 import { openaiCompatible } from './llm/openai-compatible.js';
 import { sampleBroad } from './retrieval/broad.js';
+import { warmDateParser } from './retrieval/intent.js';
 import { analyzeQuery } from './retrieval/query.js';
 import { recall } from './retrieval/retriever.js';
 import { keywordTagger } from './tags/keyword-tagger.js';
@@ -143,7 +144,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         const wide = query.intent.broad || query.intent.temporal;
         const view = args.history
           ? await callerHistory(store, tok, conversationId, args.history as unknown[], opts.maxMessageBytes)
-          : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens);
+          : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns);
         const prefixSeqs = view.prefix.flatMap((p) => (p.seq === null ? [] : [p.seq]));
         const assembled = await assemble({
           conversationId,
@@ -202,7 +203,12 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           };
         });
         if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
-        if (await store.conversation(conversationId)) await index.indexNew(conversationId, now.toISOString());
+        if ((await store.turnCount(conversationId)) > 0) {
+          await index.indexNew(conversationId, now.toISOString());
+          // Refreshed here, after the response, so that the next question does not wait for it.
+          await hintFor(conversationId, tok);
+          warmDateParser();
+        }
         return {
           conversationId,
           stored: turns.length,

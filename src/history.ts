@@ -1,10 +1,12 @@
 import type { HistoryItem } from './assembly/assembler.js';
 import { contentHash, messageText, validateMessage } from './messages.js';
 import { type TurnRecord, type TurnStore, turnMessage } from './store/turn-store.js';
-import { countCacheKey, messageTokens } from './tokens/chat-format.js';
+import { TOKENS_PER_MESSAGE, countCacheKey, messageTokens } from './tokens/chat-format.js';
 import type { ChatMessage, Tokenizer } from './types.js';
 
-const PAGE = 256;
+// Pages of stored history grow from FIRST_PAGE to MAX_PAGE: most questions need only the last few dozen turns.
+const FIRST_PAGE = 32;
+const MAX_PAGE = 512;
 
 /** The history to assemble from: leading system messages (the prefix) and the rest, chronological. */
 export interface HistoryView {
@@ -38,7 +40,7 @@ function storedItem(t: TurnRecord, textTokens: number): HistoryItem {
  * The stored conversation as history, newest first until `enough` tokens are loaded (older turns could not be sent
  * anyway), with its leading system turns as the prefix.
  */
-export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number): Promise<HistoryView> {
+export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number, recent: number): Promise<HistoryView> {
   const head = await store.range(conversationId, 0, 16);
   let prefixEnd = 0;
   while (prefixEnd < head.length && head[prefixEnd]!.role === 'system') prefixEnd++;
@@ -48,8 +50,21 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   let before = Number.MAX_SAFE_INTEGER;
   let tokens = 0;
   let complete = false;
+  let size = FIRST_PAGE;
+  // Every message costs at least its markup: past this many turns the conversation cannot fit whole, and only the
+  // `recent` (protected) turns can be sent as history.
+  if ((await store.turnCount(conversationId)) - prefixEnd > enough / TOKENS_PER_MESSAGE) {
+    const page = recent > 0 ? (await store.before(conversationId, before, recent)).filter((t) => t.seq >= prefixEnd).reverse() : [];
+    for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
+    return {
+      prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
+      history: page.map((t) => storedItem(t, counts.get(t.rowid)!)),
+      complete: false,
+    };
+  }
   while (tokens <= enough) {
-    const page = (await store.before(conversationId, before, PAGE)).filter((t) => t.seq >= prefixEnd);
+    const fetched = await store.before(conversationId, before, size);
+    const page = fetched.filter((t) => t.seq >= prefixEnd);
     if (page.length === 0) { complete = true; break; }
     for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     for (const t of page) {
@@ -57,7 +72,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
       tokens += counts.get(t.rowid)!;
     }
     before = page[page.length - 1]!.seq;
-    if (page.length < PAGE || before === prefixEnd) { complete = true; break; }
+    if (fetched.length < size || before === prefixEnd) { complete = true; break; }
+    size = Math.min(MAX_PAGE, size * 2);
   }
   loaded.reverse();
   return {

@@ -42,8 +42,8 @@ export interface AssemblyInput {
 }
 
 const MODULE = 'assembler';
-// Per excerpt: `<excerpt turns="…">` and `</excerpt>` lines, ids aside.
-const EXCERPT_OVERHEAD = 12;
+// Per excerpt: the `<excerpt>` and `</excerpt>` lines (an estimate: the final block is counted exactly).
+const EXCERPT_OVERHEAD = 6;
 
 function ids(items: readonly HistoryItem[]): string[] {
   return items.flatMap((i) => (i.sourceId === null ? [] : [i.sourceId]));
@@ -111,8 +111,9 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   if (whole) {
     start = 0;
   } else {
-    const hint = input.hint && blockTokens(tokenizer, input.hint) <= left ? input.hint : '';
-    const hintCost = hint ? blockTokens(tokenizer, hint) : 0;
+    const fullHintCost = input.hint ? blockTokens(tokenizer, input.hint) : 0;
+    const hint = input.hint && fullHintCost <= left ? input.hint : '';
+    const hintCost = hint ? fullHintCost : 0;
     left -= hintCost;
     const used = available - left;
     const cap = input.wide ? 2 * input.memoryTokens : input.memoryTokens;
@@ -121,17 +122,18 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
     const found = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
     const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory(['']));
-    // Exact count of the final block; drop the latest additions until it fits.
+    // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
+    let recallCost = 0;
     for (;;) {
       recallText = renderMemory(excerpts(picked.turns()));
-      const recallCost = recallText === '' ? 0 : input.placement === 'message'
+      recallCost = recallText === '' ? 0 : input.placement === 'message'
         ? blockTokens(tokenizer, recallText)
         : blockTokens(tokenizer, [hint, recallText].filter(Boolean).join('\n')) - hintCost;
       if (recallCost <= recallBudget || !picked.undo()) break;
     }
     prependText = input.placement === 'prependText' ? [hint, recallText].filter(Boolean).join('\n') : hint;
-    memoryTokens = (prependText ? blockTokens(tokenizer, prependText) : 0)
-      + (input.placement === 'message' && recallText ? blockTokens(tokenizer, recallText) : 0);
+    // As sent: the hint's block (or hint and recall in one block) plus, for 'message', the recall's own message.
+    memoryTokens = hintCost + recallCost;
     topicTokens = hint ? tokenizer.count(hint) : 0;
     if (hint) manifest.push({ kind: 'topics', placement: 'prependText', sourceIds: [], tokens: hintCost, scores: {}, reason: 'context-topics hint: what earlier conversation can be recalled' });
     for (const [block, turns] of picked.byBlock()) {

@@ -1,3 +1,5 @@
+import { stemmer } from 'stemmer';
+
 // Function words that carry no topic; kept short on purpose: BM25's IDF already discounts common words.
 export const STOPWORDS = new Set(`a an and are as at be been but by can could did do does doing for from had has have he her
 hers him his how i if in into is it its just me my of on or our ours she so than that the their them then there these
@@ -30,3 +32,18 @@ export function ftsMatch(terms: readonly string[]): string | null {
   if (terms.length === 0) return null;
   return terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR ');
 }
+
+/**
+ * The token the full-text index stores for a word (SQLite's `porter unicode61 remove_diacritics 2`), or null when
+ * the index splits it into several. Latin diacritics are folded, then the word is Porter-stemmed with the `stemmer`
+ * package (the same 1980 algorithm; SQLite stems tokens of 3 to 64 bytes, whatever their script).
+ */
+export function ftsStem(word: string): string | null {
+  let w = word.toLowerCase();
+  if (!/^[\p{L}\p{N}]+$/u.test(w)) return null;
+  if (/[\u00C0-\u024F\u1E00-\u1EFF]/.test(w)) w = w.normalize('NFD').replace(/\p{M}/gu, '').normalize('NFC');
+  const bytes = utf8.encode(w).length;
+  return bytes >= 3 && bytes <= 64 ? stemmer(w) : w;
+}
+
+const utf8 = new TextEncoder();

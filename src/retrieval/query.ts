@@ -2,9 +2,8 @@ import type { TurnStore } from '../store/turn-store.js';
 import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagStore } from '../tags/tag-store.js';
-import { singular } from '../tags/canonicalize.js';
 import { escapeRegExp } from '../tags/key-phrases.js';
-import { queryTerms } from './fts-query.js';
+import { ftsStem, queryTerms } from './fts-query.js';
 import { type QueryIntent, detectIntent } from './intent.js';
 
 /** An inbound message, read for retrieval. */
@@ -29,7 +28,8 @@ export interface QueryContext {
   maxTags: number;
 }
 
-// A word on more than this share of a long conversation's turns ranks nothing and costs a scan of every posting.
+// A word on more than this share of the stored turns ranks little and costs a scan of every posting: with a rarer
+// word in the question, it is left out of the full-text query.
 const COMMON = 0.2;
 
 /** Tags, speakers, words and intent of a question, against what the conversation has stored. */
@@ -60,10 +60,11 @@ export async function analyzeQuery(c: QueryContext, conversationId: string, text
   const speakers = (await c.turns.speakers(conversationId)).filter((s) => new RegExp(`(?<![\\p{L}])${escapeRegExp(s.toLowerCase())}(?![\\p{L}])`, 'u').test(lower));
   const named = new Set(speakers.map((s) => s.toLowerCase()));
   let terms = queryTerms(text).filter((t) => !named.has(t));
-  const turnTotal = await c.turns.turnCount(conversationId);
-  if (turnTotal >= 200 && terms.length > 1) {
-    const df = await c.tags.termFrequencies(conversationId, terms.map(singular));
-    const kept = terms.filter((t) => (df.get(singular(t)) ?? 0) / turnTotal <= COMMON);
+  const indexed = await c.turns.indexedTurns();
+  if (indexed >= 200 && terms.length > 1) {
+    const stems = new Map(terms.map((t) => [t, ftsStem(t)]));
+    const docs = await c.turns.tokenDocs([...stems.values()].filter((s): s is string => s !== null));
+    const kept = terms.filter((t) => (docs.get(stems.get(t) ?? '') ?? 0) / indexed <= COMMON);
     if (kept.length > 0) terms = kept;
   }
   if (terms.length === 0 && speakers.length > 0) terms = speakers.map((s) => s.toLowerCase());

@@ -50,6 +50,9 @@ interface Stores {
   tags: TagStore;
 }
 
+// Units expanded into blocks beyond the `limit` wanted.
+const EXTRA = 8;
+
 function round(x: number): number {
   return Number(x.toPrecision(4));
 }
@@ -132,28 +135,35 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     lists.push({ name: 'time', units: ordered.slice(0, over) });
   }
 
-  // Fetch the turns of every candidate unit (hits, pairs, neighbours), then the speaker signal.
+  // The speaker signal reads the hit turns of every candidate; only the best few are then expanded into blocks.
   const fused = fuse(lists);
   const top = fused.slice(0, Math.max(over, q.limit));
-  const wanted = new Set<number>();
-  for (const f of top) {
-    const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
-    for (let s = f.unit - 1; s <= end + 1; s++) if (s >= 0) wanted.add(s);
-  }
-  const bySeq = new Map((await stores.turns.bySeqs(q.conversationId, [...wanted])).map((t) => [t.seq, t]));
-  const unitTags = await stores.tags.tagsOf(q.conversationId, top.map((f) => f.unit));
+  const bySeq = new Map<number, TurnRecord>();
+  const load = async (seqs: Iterable<number>) => {
+    const missing = [...new Set(seqs)].filter((s) => s >= 0 && !bySeq.has(s));
+    for (const t of await stores.turns.bySeqs(q.conversationId, missing)) bySeq.set(t.seq, t);
+  };
   const speakers = new Set(q.speakers.map((s) => s.toLowerCase()));
+  let final = fused;
   if (speakers.size > 0) {
+    await load(top.flatMap((f) => [...(hitSeqs.get(f.unit) ?? [f.unit])]));
     const bySpeaker = top.filter((f) => [...(hitSeqs.get(f.unit) ?? [f.unit])].some((s) => speakers.has(bySeq.get(s)?.name?.toLowerCase() ?? '')));
     lists.push({ name: 'speaker', units: bySpeaker.map((f) => f.unit) });
+    final = fuse(lists);
   }
-  const final = speakers.size > 0 ? fuse(lists) : fused;
+  // A few more than wanted: tag rules may still expire some.
+  const chosen = final.slice(0, q.limit + EXTRA);
+  await load(chosen.flatMap((f) => {
+    const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
+    return Array.from({ length: end - f.unit + 3 }, (_, i) => f.unit - 1 + i);
+  }));
+  const unitTags = await stores.tags.tagsOf(q.conversationId, chosen.map((f) => f.unit));
   const lastSeq = Math.max(1, ...top.map((f) => f.unit));
 
   const blocks: RecallBlock[] = [];
   const expired: RecallBlock[] = [];
   const queryTags = new Set(q.tagWeights.keys());
-  for (const f of final.slice(0, Math.max(over, q.limit))) {
+  for (const f of chosen) {
     const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
     const unitTurns: TurnRecord[] = [];
     for (let s = f.unit; s <= end; s++) { const t = bySeq.get(s); if (t && !q.exclude.has(s)) unitTurns.push(t); }

@@ -1,4 +1,4 @@
-import type { Database, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
+import type { Database, PreparedStatement, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../errors.js';
 import type { Row, SqlValue, Statement, StorageDriver } from '../types.js';
 
@@ -81,10 +81,6 @@ function wrapError(cause: unknown, sql: string): PagewiseError {
   return new PagewiseError('STORAGE_ERROR', MODULE, `${text} (in: ${sql.slice(0, 120)})`, { cause });
 }
 
-function bind(params: readonly SqlValue[] | undefined): SqlValue[] | undefined {
-  return params && params.length > 0 ? [...params] : undefined;
-}
-
 /**
  * The sqlite-wasm driver: in memory (Node, edge) or on OPFS (browser worker). Returns a factory: the WASM module
  * loads on first use, not on import.
@@ -117,35 +113,107 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
       onClose = () => { opened.pool.pauseVfs(); opened.release(); };
     }
     db.exec('PRAGMA foreign_keys = ON');
-    return createSqliteDriver(db, `sqlite-wasm:${vfs}`, onClose);
+    return createSqliteDriver(sqlite3, db, `sqlite-wasm:${vfs}`, onClose);
   };
 }
 
+const SQLITE_INTEGER = 1;
+const SQLITE_FLOAT = 2;
+const SQLITE_TEXT = 3;
+const SQLITE_NULL = 5;
+
+/** The C functions that read a result column, as the module exports them (statement pointer, column index). */
+interface RawColumnApi {
+  sqlite3_column_type(stmt: number, column: number): number;
+  sqlite3_column_double(stmt: number, column: number): number;
+  sqlite3_column_text(stmt: number, column: number): number;
+  sqlite3_column_bytes(stmt: number, column: number): number;
+}
+
+// Prepared statements kept per SQL text: pagewise runs a few dozen distinct statements, and preparing one costs
+// about as much as running it.
+const STATEMENT_CACHE = 128;
+
 /** Wraps an open oo1 database as a StorageDriver. */
-export function createSqliteDriver(db: Database, name: string, onClose: () => void = () => {}): StorageDriver {
+export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: string, onClose: () => void = () => {}): StorageDriver {
   let closed = false;
+  // Rows are read through the raw WebAssembly exports: oo1's row objects cost 5×, the wrapped C API 2×.
+  const raw = sqlite3.wasm.exports as unknown as RawColumnApi;
+  const heap = () => sqlite3.wasm.heap8u();
+  const utf8 = new TextDecoder();
+  const statements = new Map<string, PreparedStatement>();
   const ensureOpen = (): void => {
     if (closed) throw new PagewiseError('ENGINE_CLOSED', MODULE, `The ${name} database is closed; create a new memory to continue.`);
+  };
+  const prepared = (sql: string): PreparedStatement => {
+    let stmt = statements.get(sql);
+    if (stmt) {
+      statements.delete(sql);
+    } else {
+      stmt = db.prepare(sql);
+      if (statements.size >= STATEMENT_CACHE) {
+        const [oldest, old] = statements.entries().next().value!;
+        statements.delete(oldest);
+        old.finalize();
+      }
+    }
+    statements.set(sql, stmt);
+    return stmt;
+  };
+  /** Runs one statement; with `rows`, collects its result. */
+  const run = (sql: string, params: readonly SqlValue[] | undefined, rows?: Row[]): void => {
+    const stmt = prepared(sql);
+    try {
+      if (params && params.length > 0) stmt.bind([...params]);
+      if (!rows) {
+        while (stmt.step()) { /* a write; rows, if any, are not wanted */ }
+        return;
+      }
+      const names = stmt.getColumnNames();
+      const p = stmt.pointer!;
+      while (stmt.step()) {
+        const row: Row = {};
+        for (let c = 0; c < names.length; c++) {
+          switch (raw.sqlite3_column_type(p, c)) {
+            // Integers pagewise stores (seqs, counts, milliseconds) are far below 2^53: exact as doubles.
+            case SQLITE_INTEGER: case SQLITE_FLOAT: row[names[c]!] = raw.sqlite3_column_double(p, c); break;
+            case SQLITE_TEXT: {
+              const at = raw.sqlite3_column_text(p, c);
+              row[names[c]!] = utf8.decode(heap().subarray(at, at + raw.sqlite3_column_bytes(p, c)));
+              break;
+            }
+            case SQLITE_NULL: row[names[c]!] = null; break;
+            default: row[names[c]!] = stmt.get(c) as SqlValue;
+          }
+        }
+        rows.push(row);
+      }
+    } finally {
+      // After a failed step, reset() repeats that step's error: the one already on its way out.
+      try { stmt.reset(true); } catch { /* reported by step() */ }
+    }
   };
   return {
     name,
     query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
       ensureOpen();
+      const rows: Row[] = [];
       try {
-        return db.selectObjects(sql, bind(params)) as T[];
+        run(sql, params, rows);
       } catch (cause) {
         throw wrapError(cause, sql);
       }
+      return rows as T[];
     },
-    batch(statements: readonly Statement[]): void {
+    batch(list: readonly Statement[]): void {
       ensureOpen();
-      if (statements.length === 0) return;
+      if (list.length === 0) return;
       db.exec('BEGIN IMMEDIATE');
       let current = '';
       try {
-        for (const s of statements) {
+        for (const s of list) {
           current = s.sql;
-          db.exec({ sql: s.sql, bind: bind(s.params) });
+          run(s.sql, s.params);
         }
         db.exec('COMMIT');
       } catch (cause) {
@@ -156,7 +224,11 @@ export function createSqliteDriver(db: Database, name: string, onClose: () => vo
     close(): void {
       if (closed) return;
       closed = true;
-      try { db.close(); } finally { onClose(); }
+      try {
+        for (const stmt of statements.values()) stmt.finalize();
+        statements.clear();
+        db.close();
+      } finally { onClose(); }
     },
   };
 }

@@ -91,6 +91,11 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       PRIMARY KEY (conversation_id, term)
     ) WITHOUT ROWID`,
   ],
+  // 3: how many turns hold each indexed token, read from the full-text index itself (questions leave out tokens so
+  // common that matching them would score most of the index).
+  [
+    `CREATE VIRTUAL TABLE turns_fts_vocab USING fts5vocab(turns_fts, 'row')`,
+  ],
 ];
 
 /** The schema version this build writes. */

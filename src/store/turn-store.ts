@@ -79,6 +79,21 @@ export function placeholders(n: number): string {
 export function createTurnStore(driver: StorageDriver) {
   const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
     (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
+  // Turn count and speaker names per conversation, read once and kept current by append(): every question needs
+  // them, and counting 10,000 turns each time costs more than the rest of the query. The engine is the only writer.
+  const facts = new Map<string, { turns: number; speakers: Set<string> }>();
+  const factsOf = async (conversationId: string) => {
+    let f = facts.get(conversationId);
+    if (!f) {
+      const [count, names] = await Promise.all([
+        driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]),
+        driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]),
+      ]);
+      f = { turns: Number(count[0]?.n ?? 0), speakers: new Set(names.map((r) => r.name)) };
+      facts.set(conversationId, f);
+    }
+    return f;
+  };
 
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
@@ -97,8 +112,7 @@ export function createTurnStore(driver: StorageDriver) {
     },
 
     async turnCount(conversationId: string): Promise<number> {
-      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
-      return Number(rows[0]?.n ?? 0);
+      return (await factsOf(conversationId)).turns;
     },
 
     /** Turns in order of `seq`, from `fromSeq` (inclusive), at most `limit`. */
@@ -136,6 +150,23 @@ export function createTurnStore(driver: StorageDriver) {
       return rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
     },
 
+    /** How many turns (of every conversation) hold each index token; absent: none. */
+    async tokenDocs(tokens: readonly string[]): Promise<Map<string, number>> {
+      const out = new Map<string, number>();
+      // One lookup per token: fts5vocab seeks on `term = ?` but scans the whole vocabulary for an IN list.
+      for (const token of new Set(tokens)) {
+        const rows = await driver.query<{ doc: number }>('SELECT doc FROM turns_fts_vocab WHERE term = ?', [token]);
+        if (rows[0]) out.set(token, Number(rows[0].doc));
+      }
+      return out;
+    },
+
+    /** Turns stored in all conversations (turns are never deleted, so the last row id counts them). */
+    async indexedTurns(): Promise<number> {
+      const rows = await driver.query<{ n: number | null }>('SELECT MAX(rowid) AS n FROM turns');
+      return Number(rows[0]?.n ?? 0);
+    },
+
     /** Seqs of turns written in `[fromMs, toMs)`, earliest first. */
     async inWindow(conversationId: string, fromMs: number, toMs: number, limit: number): Promise<number[]> {
       const rows = await driver.query<{ seq: number }>(
@@ -144,11 +175,9 @@ export function createTurnStore(driver: StorageDriver) {
       return rows.map((r) => Number(r.seq));
     },
 
-    /** Known speaker names of a conversation (lower-cased), for query parsing. */
+    /** Speaker names of a conversation (as stored), for query parsing. */
     async speakers(conversationId: string): Promise<string[]> {
-      const rows = await driver.query<{ name: string }>(
-        'SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]);
-      return rows.map((r) => r.name);
+      return [...(await factsOf(conversationId)).speakers];
     },
 
     /** Cached token counts for `rowids` in `encoding`. */
@@ -201,6 +230,11 @@ export function createTurnStore(driver: StorageDriver) {
         }
       });
       await driver.batch(statements);
+      const f = facts.get(conversationId);
+      if (f) {
+        f.turns += turns.length;
+        for (const t of turns) if (t.message.name !== undefined) f.speakers.add(t.message.name);
+      }
     },
   };
 }

@@ -34,8 +34,15 @@ const RESTAT = `INSERT INTO tags (conversation_id, tag, units, first_seq, last_s
   ON CONFLICT (conversation_id, tag) DO UPDATE SET units = excluded.units, first_seq = excluded.first_seq,
   last_seq = excluded.last_seq, last_used = excluded.last_used`;
 
+// A tag gained by one unit: one more unit, first and last seq widened.
+const GAIN = `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq, last_used) VALUES (?1, ?2, 1, ?3, ?3, ?4)
+  ON CONFLICT (conversation_id, tag) DO UPDATE SET units = units + 1, first_seq = MIN(first_seq, excluded.first_seq),
+  last_seq = MAX(last_seq, excluded.last_seq), last_used = excluded.last_used`;
+
 /** Every SQL statement of the turn tag index, aliases and term statistics. */
 export function createTagStore(driver: StorageDriver) {
+  // Units per conversation, read once and kept current by saveUnits() (the engine is the only writer).
+  const unitCounts = new Map<string, number>();
   return {
     async lastUnit(conversationId: string): Promise<{ unitSeq: number; endSeq: number } | null> {
       const rows = await driver.query<{ unit_seq: number; end_seq: number }>(
@@ -45,42 +52,63 @@ export function createTagStore(driver: StorageDriver) {
     },
 
     async unitCount(conversationId: string): Promise<number> {
-      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM units WHERE conversation_id = ?', [conversationId]);
-      return Number(rows[0]?.n ?? 0);
+      let n = unitCounts.get(conversationId);
+      if (n === undefined) {
+        const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM units WHERE conversation_id = ?', [conversationId]);
+        n = Number(rows[0]?.n ?? 0);
+        unitCounts.set(conversationId, n);
+      }
+      return n;
     },
 
     /**
-     * Stores (or replaces) the tags of units, counts the terms of newly tagged turns, and brings every touched tag's
-     * statistics up to date — one transaction.
+     * Stores (or replaces) the tags of units, counts the terms of newly tagged turns, and brings the statistics of
+     * every tag gained or lost up to date — one transaction. A gained tag's statistics move by one unit; a lost one's
+     * (a unit re-tagged once its replies arrived) are recounted.
      */
     async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string): Promise<void> {
       if (units.length === 0) return;
-      const touched = new Set<string>();
-      const old = await driver.query<{ tag: string }>(
-        `SELECT DISTINCT tag FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${placeholders(units.length)})`,
-        [conversationId, ...units.map((u) => u.unitSeq)]);
-      for (const r of old) touched.add(r.tag);
+      const seqs = JSON.stringify(units.map((u) => u.unitSeq));
+      const known = new Set((await driver.query<{ unit_seq: number }>(
+        'SELECT unit_seq FROM units WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))', [conversationId, seqs]))
+        .map((r) => Number(r.unit_seq)));
+      const before = new Map<number, Map<string, number>>();
+      for (const r of await driver.query<{ unit_seq: number; tag: string; related: number }>(
+        `SELECT unit_seq, tag, related FROM unit_tags INDEXED BY unit_tags_by_unit
+         WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))`, [conversationId, seqs])) {
+        const m = before.get(Number(r.unit_seq)) ?? new Map<string, number>();
+        m.set(r.tag, Number(r.related));
+        before.set(Number(r.unit_seq), m);
+      }
+      const lost = new Set<string>();
       const statements: Statement[] = [];
       for (const u of units) {
-        statements.push(
-          { sql: 'DELETE FROM unit_tags WHERE conversation_id = ? AND unit_seq = ?', params: [conversationId, u.unitSeq] },
-          { sql: 'INSERT OR REPLACE INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)',
-            params: [conversationId, u.unitSeq, u.endSeq, u.tagger, nowIso] },
-        );
-        const related = u.relatedTags.filter((t) => !u.tags.includes(t));
-        for (const [tag, isRelated] of [...u.tags.map((t) => [t, 0] as const), ...related.map((t) => [t, 1] as const)]) {
-          statements.push({ sql: 'INSERT OR IGNORE INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)',
-            params: [conversationId, tag, u.unitSeq, isRelated] });
-          touched.add(tag);
+        statements.push({ sql: 'INSERT OR REPLACE INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)',
+          params: [conversationId, u.unitSeq, u.endSeq, u.tagger, nowIso] });
+        const after = new Map<string, number>(u.relatedTags.map((t) => [t, 1]));
+        for (const t of u.tags) after.set(t, 0);
+        const old = before.get(u.unitSeq) ?? new Map<string, number>();
+        for (const [tag] of old) {
+          if (after.has(tag)) continue;
+          statements.push({ sql: 'DELETE FROM unit_tags WHERE conversation_id = ? AND tag = ? AND unit_seq = ?', params: [conversationId, tag, u.unitSeq] });
+          lost.add(tag);
+        }
+        for (const [tag, related] of after) {
+          if (old.get(tag) === related) continue;
+          statements.push({ sql: 'INSERT OR REPLACE INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)',
+            params: [conversationId, tag, u.unitSeq, related] });
+          if (!old.has(tag)) statements.push({ sql: GAIN, params: [conversationId, tag, u.unitSeq, nowIso] });
         }
       }
-      for (const tag of touched) statements.push({ sql: RESTAT, params: [conversationId, tag, nowIso] });
-      statements.push({ sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [conversationId] });
+      for (const tag of lost) statements.push({ sql: RESTAT, params: [conversationId, tag, nowIso] });
+      if (lost.size > 0) statements.push({ sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [conversationId] });
       for (const [term, n] of terms) {
         statements.push({ sql: `INSERT INTO term_df (conversation_id, term, turns) VALUES (?, ?, ?)
           ON CONFLICT (conversation_id, term) DO UPDATE SET turns = turns + excluded.turns`, params: [conversationId, term, n] });
       }
       await driver.batch(statements);
+      const count = unitCounts.get(conversationId);
+      if (count !== undefined) unitCounts.set(conversationId, count + units.filter((u) => !known.has(u.unitSeq)).length);
     },
 
     /** In how many turns of the conversation each term occurs (absent: never). */
@@ -105,26 +133,34 @@ export function createTagStore(driver: StorageDriver) {
 
     /**
      * Units carrying any of the weighted tags, scored by the sum of the weights of the tags they carry (a related
-     * tag on the unit counts half), best first.
+     * tag on the unit counts half), best first, ties to the later unit. Each tag contributes its latest `perTag`
+     * units: a tag on thousands of units has a low weight, and reading all of them costs more than the rest of a
+     * question (at 10,000 turns).
      */
-    async matchUnits(conversationId: string, weights: ReadonlyMap<string, number>, limit: number): Promise<{ unitSeq: number; endSeq: number; score: number; tags: string[] }[]> {
+    async matchUnits(conversationId: string, weights: ReadonlyMap<string, number>, limit: number, perTag = 128): Promise<{ unitSeq: number; endSeq: number; score: number; tags: string[] }[]> {
       if (weights.size === 0) return [];
+      // One bounded subquery per tag (their LIMITs are what keep it cheap), summed per unit; only `limit` rows return.
+      const tags = [...weights];
+      const parts = tags.map((_, i) => `SELECT * FROM (SELECT unit_seq, tag, related, ?${2 * i + 4} AS weight FROM unit_tags
+        WHERE conversation_id = ?1 AND tag = ?${2 * i + 5} ORDER BY unit_seq DESC LIMIT ?2)`);
       const rows = await driver.query<{ unit_seq: number; end_seq: number; score: number; tags: string }>(
-        `SELECT u.unit_seq AS unit_seq, n.end_seq AS end_seq, SUM(q.value * (CASE u.related WHEN 1 THEN 0.5 ELSE 1.0 END)) AS score,
-                group_concat(u.tag, ' ') AS tags
-         FROM json_each(?) q JOIN unit_tags u ON u.conversation_id = ? AND u.tag = q.key
-         JOIN units n ON n.conversation_id = u.conversation_id AND n.unit_seq = u.unit_seq
-         GROUP BY u.unit_seq ORDER BY score DESC, u.unit_seq DESC LIMIT ?`,
-        [JSON.stringify(Object.fromEntries(weights)), conversationId, limit]);
+        `WITH m AS (
+           SELECT unit_seq, SUM(weight * (CASE related WHEN 1 THEN 0.5 ELSE 1.0 END)) AS score, group_concat(tag, ' ') AS tags
+           FROM (${parts.join(' UNION ALL ')}) GROUP BY unit_seq ORDER BY score DESC, unit_seq DESC LIMIT ?3)
+         SELECT m.unit_seq AS unit_seq, n.end_seq AS end_seq, m.score AS score, m.tags AS tags
+         FROM m JOIN units n ON n.conversation_id = ?1 AND n.unit_seq = m.unit_seq ORDER BY m.score DESC, m.unit_seq DESC`,
+        [conversationId, perTag, limit, ...tags.flatMap(([tag, weight]) => [weight, tag])]);
       return rows.map((r) => ({ unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq), score: Number(r.score), tags: r.tags.split(' ') }));
     },
 
-    /** The tags most often found on the same units as `tag`. */
-    async coTags(conversationId: string, tag: string, limit: number): Promise<string[]> {
+    /** The tags most often found on the same units as `tag`, over its latest `window` units. */
+    async coTags(conversationId: string, tag: string, limit: number, window = 64): Promise<string[]> {
       const rows = await driver.query<{ tag: string }>(
-        `SELECT o.tag AS tag FROM unit_tags u JOIN unit_tags o ON o.conversation_id = u.conversation_id AND o.unit_seq = u.unit_seq
-         WHERE u.conversation_id = ? AND u.tag = ? AND o.tag <> u.tag AND o.related = 0
-         GROUP BY o.tag ORDER BY COUNT(*) DESC, o.tag LIMIT ?`, [conversationId, tag, limit]);
+        `SELECT o.tag AS tag FROM
+           (SELECT unit_seq FROM unit_tags WHERE conversation_id = ?1 AND tag = ?2 ORDER BY unit_seq DESC LIMIT ?4) u
+         CROSS JOIN unit_tags o INDEXED BY unit_tags_by_unit ON o.conversation_id = ?1 AND o.unit_seq = u.unit_seq
+         WHERE o.tag <> ?2 AND o.related = 0
+         GROUP BY o.tag ORDER BY COUNT(*) DESC, o.tag LIMIT ?3`, [conversationId, tag, limit, window]);
       return rows.map((r) => r.tag);
     },
 
@@ -146,8 +182,10 @@ export function createTagStore(driver: StorageDriver) {
       const out = new Map<number, { tags: string[]; related: string[] }>();
       if (unitSeqs.length === 0) return out;
       const rows = await driver.query<{ unit_seq: number; tag: string; related: number }>(
-        `SELECT unit_seq, tag, related FROM unit_tags WHERE conversation_id = ? AND unit_seq IN (${placeholders(unitSeqs.length)})`,
-        [conversationId, ...unitSeqs]);
+        // Without statistics the planner would walk the primary key (by tag) of every row of the conversation.
+        `SELECT unit_seq, tag, related FROM unit_tags INDEXED BY unit_tags_by_unit
+         WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))`,
+        [conversationId, JSON.stringify(unitSeqs)]);
       for (const r of rows) {
         const entry = out.get(Number(r.unit_seq)) ?? { tags: [], related: [] };
         out.set(Number(r.unit_seq), entry);

@@ -57,6 +57,22 @@ export const storageDriverCases: DriverCase[] = [
     },
   },
   {
+    name: 'a statement that failed runs again cleanly with other parameters (prepared statements are reused)',
+    async run(d) {
+      await d.batch([{ sql: 'CREATE TABLE u (k INTEGER PRIMARY KEY, v TEXT NOT NULL)' }]);
+      const insert = 'INSERT INTO u (k, v) VALUES (?, ?)';
+      await d.batch([{ sql: insert, params: [1, 'one'] }]);
+      await rejectsWith(() => d.batch([{ sql: insert, params: [2, null] }]), 'STORAGE_ERROR', 'NOT NULL');
+      await d.batch([{ sql: insert, params: [2, 'two'] }]);
+      const select = 'SELECT v FROM u WHERE k = ?';
+      equal(await d.query(select, [2]), [{ v: 'two' }], 'no stale binding');
+      equal(await d.query(select, [3]), [], 'no stale row');
+      // More distinct statements than a driver would keep prepared, then the first ones again.
+      for (let i = 0; i < 300; i++) equal((await d.query(`SELECT ${i} AS n, v FROM u WHERE k = ?`, [1]))[0], { n: i, v: 'one' }, `statement ${i}`);
+      equal(await d.query(select, [1]), [{ v: 'one' }], 'evicted statements prepare again');
+    },
+  },
+  {
     name: 'SQL errors are STORAGE_ERROR naming the statement',
     async run(d) {
       const e = await rejectsWith(() => d.query('SELECT * FROM missing_table'), 'STORAGE_ERROR', 'missing table');

@@ -6,6 +6,7 @@ import { detectIntent } from '../../src/retrieval/intent.js';
 import { isAutoAlias, slug } from '../../src/tags/canonicalize.js';
 import { keywordTagger } from '../../src/tags/keyword-tagger.js';
 import { parseTagReply } from '../../src/tags/llm-tagger.js';
+import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import type { ChatMessage } from '../../src/types.js';
 import { assistant, user } from './helpers.js';
 
@@ -69,6 +70,26 @@ describe('keyword tagger', () => {
     const marathon = tags.find((t) => t.tag === 'marathon')!;
     expect(marathon).toMatchObject({ units: 12, firstSeq: 0, lastSeq: 22 });
     expect(tags.find((t) => t.tag === 'sourdough')).toMatchObject({ units: 1, firstSeq: 24 });
+  });
+
+  it('keeps tag statistics equal to a recount while units grow and are re-tagged', async () => {
+    const driver = await sqliteWasm()();
+    memory = await createMemory({ storage: driver });
+    const topics = ['marathon training plan', 'sourdough starter feeding', 'kubernetes upgrade window', 'tenant rights letter'];
+    for (let i = 0; i < 24; i++) {
+      const topic = topics[(i * 7) % 4]!;
+      // The question alone first, its reply later: the unit is tagged twice and may lose tags the second time.
+      await memory.onTurnComplete({ conversationId: 'c', messages: [user(`About the ${topic}: what now for step ${i}?`)] });
+      await memory.onTurnComplete({ conversationId: 'c', messages: [assistant(i % 3 === 0
+        ? `Ask Priya Raman, Tomasz Wolski and Ingrid Halvorsen at Nordvik Labs about the Zephyr and Quasar prototypes, the Obsidian ledger and the Marigold audit.`
+        : 'Wait a week.')] });
+      const stored = (await memory.tags('c')).map(({ tag, units, firstSeq, lastSeq }) => ({ tag, units, firstSeq, lastSeq }));
+      const recount = (await driver.query<{ tag: string; units: number; firstSeq: number; lastSeq: number }>(
+        `SELECT tag, COUNT(*) AS units, MIN(unit_seq) AS firstSeq, MAX(unit_seq) AS lastSeq FROM unit_tags
+         WHERE conversation_id = 'c' GROUP BY tag`)).map((r) => ({ ...r }));
+      const byTag = (a: { tag: string }, b: { tag: string }) => a.tag.localeCompare(b.tag);
+      expect(stored.sort(byTag)).toEqual(recount.sort(byTag));
+    }
   });
 });
 
