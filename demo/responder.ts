@@ -4,7 +4,8 @@ import type { AssembledContext } from '../src/types.js';
 // line, so what paging-in does is visible. (LLM settings come with the demo issue.)
 export function offlineReply(ctx: AssembledContext, question: string): string {
   const recalled = ctx.manifest.filter((e) => e.kind === 'recall');
-  const lines = ctx.recallText.split('\n').filter((l) => l.startsWith('['));
+  // Recalled turns are the lines `[time] speaker: text` or `speaker: text` inside the excerpts.
+  const lines = ctx.recallText.split('\n').filter((l) => /^(\[[^\]]+\] )?[^<\s][^:\n]{0,60}: /.test(l));
   const words = new Set(question.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
   let best = '';
   let bestScore = 0;

@@ -182,6 +182,8 @@ export interface ManifestEntry {
   scores: ScoreParts;
   /** The block's tags (for recalled blocks: its own tags; matched ones first). */
   tags?: string[];
+  /** Recalled turns quoted in part (long turns are cut to the passages about the question). */
+  partialIds?: string[];
   /** Why it was included, in words. */
   reason: string;
 }

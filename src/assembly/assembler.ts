@@ -3,6 +3,7 @@ import type { RecallBlock, RecallResult } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../types.js';
+import { quote } from './passages.js';
 import { renderExcerpt, renderMemory, renderTurn } from './render.js';
 
 /** A message that may be sent, with what it costs and where it came from. */
@@ -42,8 +43,11 @@ export interface AssemblyInput {
 }
 
 const MODULE = 'assembler';
-// Per excerpt: the `<excerpt>` and `</excerpt>` lines (an estimate: the final block is counted exactly).
-const EXCERPT_OVERHEAD = 6;
+// Per excerpt: the `<excerpt>` and `</excerpt>` lines and the first turn's time stamp (an estimate: the final block
+// is counted exactly).
+const EXCERPT_OVERHEAD = 18;
+// The least a long recalled hit is cut to.
+const HIT_FLOOR = 96;
 
 function ids(items: readonly HistoryItem[]): string[] {
   return items.flatMap((i) => (i.sourceId === null ? [] : [i.sourceId]));
@@ -93,16 +97,21 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   const manifest: ManifestEntry[] = [];
   const dropped: DroppedEntry[] = [];
 
-  // Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them.
+  // Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them. Unless the
+  // whole conversation fits the target, they get at most half of it (the newest turn always, if it fits at all),
+  // so that long recent turns do not crowd out what the question asks about.
+  const whole = input.historyComplete && fixed + sum(history) <= target;
   let start = history.length;
   let left = available - fixed;
   const protectedFloor = Math.max(0, history.length - input.protectedRecentTurns);
-  while (start > protectedFloor && history[start - 1]!.tokens <= left) {
+  const recentCap = whole ? left : Math.floor((target - fixed) / 2);
+  let recentUsed = 0;
+  while (start > protectedFloor && history[start - 1]!.tokens <= left && (start === history.length || recentUsed + history[start - 1]!.tokens <= recentCap)) {
     start--;
     left -= history[start]!.tokens;
+    recentUsed += history[start]!.tokens;
   }
   const protectedStart = start;
-  const whole = input.historyComplete && start === protectedFloor && fixed + sum(history) <= target;
 
   let prependText = '';
   let recallText = '';
@@ -120,8 +129,10 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
     const sent = new Set<number>();
     for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
-    const found = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
-    const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory(['']));
+    const raw = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
+    const found = raw;
+    const view = quoter(raw.focus ?? new Set(), recallBudget, tokenizer);
+    const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory(['']), view);
     // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
     let recallCost = 0;
     for (;;) {
@@ -137,7 +148,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     topicTokens = hint ? tokenizer.count(hint) : 0;
     if (hint) manifest.push({ kind: 'topics', placement: 'prependText', sourceIds: [], tokens: hintCost, scores: {}, reason: 'context-topics hint: what earlier conversation can be recalled' });
     for (const [block, turns] of picked.byBlock()) {
-      const neighbour = turns.some((t) => !block.hits.includes(t));
+      const neighbour = turns.some((t) => !block.hits.some((h) => h.seq === t.seq));
       manifest.push({
         kind: 'recall',
         placement: input.placement === 'message' ? 'messages' : 'prependText',
@@ -145,12 +156,13 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
         tokens: turns.reduce((n, t) => n + picked.cost(t), 0),
         scores: { ...block.scores, neighbour },
         tags: block.tags,
+        ...(turns.some((t) => view.partial.has(t)) ? { partialIds: turns.filter((t) => view.partial.has(t)).map((t) => t.id) } : {}),
         reason: neighbour ? `${block.reason}; with the turns that complete it` : block.reason,
       });
     }
     for (const block of found.blocks) {
       if (picked.has(block)) continue;
-      dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: block.hits.reduce((n, t) => n + picked.cost(t), 0), scores: block.scores, reason: 'budget' });
+      dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: block.hits.reduce((n, t) => n + picked.cost(view(t, true)), 0), scores: block.scores, reason: 'budget' });
     }
     for (const block of found.expired) {
       dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: 0, scores: block.scores, reason: 'expired' });
@@ -208,22 +220,47 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   };
 }
 
+/** How a recalled turn is shown: whole, or (long ones) cut to its passages about the question. */
+type TurnView = ((t: TurnRecord, hit: boolean) => TurnRecord) & { partial: Set<TurnRecord> };
+
+/**
+ * Long recalled turns cut to their passages about the question: a hit to at most an eighth of the recall budget
+ * (and at least HIT_FLOOR tokens), the turns that complete it to half of that. Cut when first needed, once.
+ */
+function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: Tokenizer): TurnView {
+  const hitMax = Math.max(HIT_FLOOR, Math.floor(budget / 8));
+  const partial = new Set<TurnRecord>();
+  const seen = new Map<string, TurnRecord>();
+  const view = (t: TurnRecord, hit: boolean): TurnRecord => {
+    const key = `${t.seq}:${hit}`;
+    let shown = seen.get(key);
+    if (!shown) {
+      const q = quote(t.text, focus, hit ? hitMax : Math.floor(hitMax / 2), tokenizer);
+      shown = q.partial ? { ...t, text: q.text } : t;
+      if (q.partial) partial.add(shown);
+      seen.set(key, shown);
+    }
+    return shown;
+  };
+  return Object.assign(view, { partial });
+}
+
 /**
  * Chooses recalled turns within `budget`: every block's hits in rank order, then the turns that complete them, then
  * their neighbours. Remembers the order of additions so the exact recount can undo the last ones.
  */
-function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokenizer, empty: string) {
-  const costs = new Map<number, number>();
+function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokenizer, empty: string, view: TurnView) {
+  const costs = new Map<TurnRecord, number>();
   const cost = (t: TurnRecord): number => {
-    let c = costs.get(t.seq);
-    if (c === undefined) { c = tokenizer.count(renderTurn(t)) + 1; costs.set(t.seq, c); }
+    let c = costs.get(t);
+    if (c === undefined) { c = tokenizer.count(renderTurn(t, false)) + 1; costs.set(t, c); }
     return c;
   };
   const owner = new Map<number, RecallBlock>();
   const order: TurnRecord[] = [];
   let used = tokenizer.count(empty) + 4;
-  const tryAdd = (block: RecallBlock, turns: readonly TurnRecord[], newRun: boolean): void => {
-    const fresh = turns.filter((t) => !owner.has(t.seq));
+  const tryAdd = (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean): void => {
+    const fresh = raw.filter((t) => !owner.has(t.seq)).map((t) => view(t, newRun));
     if (fresh.length === 0) return;
     const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun ? EXCERPT_OVERHEAD : 0);
     if (used + c > budget) return;

@@ -17,18 +17,27 @@ function stamp(iso: string): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
 }
 
-/** One recalled turn as a line: when, who, and what was said. */
-export function renderTurn(t: StoredTurn): string {
-  const who = t.name ? `${t.name} (${t.role})` : t.role;
-  return `[${stamp(t.createdAt)}] ${who}: ${neutralize(t.text)}`;
+/** One recalled turn as a line: when (unless `stamped` is false), who, and what was said. */
+export function renderTurn(t: StoredTurn, stamped = true): string {
+  const who = t.name ?? t.role;
+  return `${stamped ? `[${stamp(t.createdAt)}] ` : ''}${who}: ${neutralize(t.text)}`;
 }
 
+// A turn within this long of the one before it in an excerpt is not stamped again.
+const SAME_TIME_MS = 3_600_000;
+
 /**
- * A recalled block: consecutive turns in an `<excerpt>`. Turn ids stay out of the text (they cost ~20 tokens each);
- * the manifest names them.
+ * A recalled block: consecutive turns in an `<excerpt>`. The first turn carries its time, later ones only when
+ * time has passed (stamps cost ~12 tokens a line). Turn ids stay out of the text (~20 tokens each); the manifest
+ * names them.
  */
 export function renderExcerpt(turns: readonly StoredTurn[]): string {
-  return `<${EXCERPT_TAG}>\n${turns.map(renderTurn).join('\n')}\n</${EXCERPT_TAG}>`;
+  const lines = turns.map((t, i) => {
+    const prev = turns[i - 1];
+    return renderTurn(t, !prev || t.createdAt.slice(0, 10) !== prev.createdAt.slice(0, 10)
+      || Date.parse(t.createdAt) - Date.parse(prev.createdAt) >= SAME_TIME_MS);
+  });
+  return `<${EXCERPT_TAG}>\n${lines.join('\n')}\n</${EXCERPT_TAG}>`;
 }
 
 /** The whole memory block for the system prompt, or '' when nothing was recalled. */

@@ -39,11 +39,23 @@ export function ftsMatch(terms: readonly string[]): string | null {
  * package (the same 1980 algorithm; SQLite stems tokens of 3 to 64 bytes, whatever their script).
  */
 export function ftsStem(word: string): string | null {
+  let stem = stems.get(word);
+  if (stem === undefined) {
+    stem = stemUncached(word);
+    if (stems.size >= 50_000) stems.clear();
+    stems.set(word, stem);
+  }
+  return stem;
+}
+
+// Stems of words seen recently: questions and recalled passages repeat the conversation's vocabulary.
+const stems = new Map<string, string | null>();
+const utf8 = new TextEncoder();
+
+function stemUncached(word: string): string | null {
   let w = word.toLowerCase();
   if (!/^[\p{L}\p{N}]+$/u.test(w)) return null;
   if (/[\u00C0-\u024F\u1E00-\u1EFF]/.test(w)) w = w.normalize('NFD').replace(/\p{M}/gu, '').normalize('NFC');
-  const bytes = utf8.encode(w).length;
+  const bytes = /^[\x00-\x7f]*$/.test(w) ? w.length : utf8.encode(w).length;
   return bytes >= 3 && bytes <= 64 ? stemmer(w) : w;
 }
-
-const utf8 = new TextEncoder();

@@ -1,4 +1,5 @@
 import { type TurnRecord, type TurnStore } from '../store/turn-store.js';
+import { stemsOf } from '../assembly/passages.js';
 import { candidates } from '../tags/key-phrases.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
@@ -41,6 +42,8 @@ export interface RecallQuery {
 
 export interface RecallResult {
   blocks: RecallBlock[];
+  /** Index tokens of the question's words and matched tags: what a long recalled turn is cut around. */
+  focus?: ReadonlySet<string>;
   /** Blocks left out because all their tags' TTLs expired. */
   expired: RecallBlock[];
 }
@@ -197,7 +200,8 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   }
   blocks.sort((a, b) => b.priority - a.priority || b.scores.fusion! * b.scores.recency! - a.scores.fusion! * a.scores.recency!);
   blocks.forEach((b, i) => { b.scores.rank = i + 1; });
-  return { blocks: blocks.slice(0, q.limit), expired };
+  const focus = stemsOf([...q.terms, ...q.tagWeights.keys()].join(' ').replace(/-/g, ' '));
+  return { blocks: blocks.slice(0, q.limit), expired, focus };
 }
 
 function reasonFor(lists: readonly string[], matched: readonly string[]): string {

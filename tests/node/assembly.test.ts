@@ -121,7 +121,7 @@ describe('recall', () => {
     const first = ctx.manifest.find((e) => e.kind === 'recall' && e.scores.rank === 1)!;
     const turns = await memory.turns('c', { limit: 6 });
     expect(first.sourceIds).toContain(turns[2]!.id);
-    expect(ctx.recallText).toContain('Caroline (user): I ran the half-marathon race in Lisbon');
+    expect(ctx.recallText).toContain('Caroline: I ran the half-marathon race in Lisbon');
     expect(first.scores.speaker).toBe(true);
   });
 
