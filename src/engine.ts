@@ -141,7 +141,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         const text = messageText(message);
         const query = await analyzeQuery({ turns: store, tags: tagStore, index, canonicalizer, minTags: opts.minTags, maxTags: opts.maxTags },
           conversationId, text, now, nowIso);
-        const wide = query.intent.broad || query.intent.temporal;
+        // Broad questions may use the whole window; temporal ones more memory within the target.
+        const wide = query.intent.broad;
         const view = args.history
           ? await callerHistory(store, tok, conversationId, args.history as unknown[], opts.maxMessageBytes)
           : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns);
@@ -161,6 +162,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           hint: await hintFor(conversationId, tok),
           placement: opts.recallPlacement,
           wide,
+          temporal: query.intent.temporal,
           recall: async (exclude) => {
             const excluded = new Set([...exclude, ...prefixSeqs]);
             if (query.intent.broad) return { blocks: await sampleBroad({ turns: store, tags: tagStore }, conversationId, excluded, RECALL_HITS * 2), expired: [] };

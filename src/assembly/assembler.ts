@@ -36,8 +36,10 @@ export interface AssemblyInput {
   /** The `<context-topics>` hint, '' for none. */
   hint: string;
   placement: 'message' | 'prependText';
-  /** Broad and temporal questions may use the whole window. */
+  /** Broad questions may use the whole window. */
   wide: boolean;
+  /** Temporal questions may recall half as much again (and go over the target by as much). */
+  temporal: boolean;
   /** Finds recall candidates, best first, leaving out the seqs already sent. */
   recall: (exclude: ReadonlySet<number>) => Promise<RecallResult>;
 }
@@ -47,7 +49,7 @@ const MODULE = 'assembler';
 // is counted exactly).
 const EXCERPT_OVERHEAD = 18;
 // The least a long recalled hit is cut to.
-const HIT_FLOOR = 96;
+const HIT_FLOOR = 64;
 
 function ids(items: readonly HistoryItem[]): string[] {
   return items.flatMap((i) => (i.sourceId === null ? [] : [i.sourceId]));
@@ -87,7 +89,9 @@ function excerpts(turns: readonly TurnRecord[]): string[] {
 export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal'>> {
   const { tokenizer, history } = input;
   const available = input.window - input.reserve;
-  const target = input.wide ? available : Math.min(available, input.targetTokens);
+  // Temporal questions may go over the target by the extra half of memory they may recall.
+  const extra = input.temporal ? Math.floor(input.memoryTokens / 2) : 0;
+  const target = input.wide ? available : Math.min(available, input.targetTokens + extra);
   const prefixTokens = sum(input.prefix);
   const fixed = prefixTokens + input.message.tokens + TOKENS_PER_REQUEST;
   if (fixed > available) {
@@ -125,7 +129,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const hintCost = hint ? fullHintCost : 0;
     left -= hintCost;
     const used = available - left;
-    const cap = input.wide ? 2 * input.memoryTokens : input.memoryTokens;
+    const cap = input.wide ? 2 * input.memoryTokens : input.temporal ? Math.floor(1.5 * input.memoryTokens) : input.memoryTokens;
     const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
     const sent = new Set<number>();
     for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
@@ -224,11 +228,11 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
 type TurnView = ((t: TurnRecord, hit: boolean) => TurnRecord) & { partial: Set<TurnRecord> };
 
 /**
- * Long recalled turns cut to their passages about the question: a hit to at most an eighth of the recall budget
+ * Long recalled turns cut to their passages about the question: a hit to at most a sixteenth of the recall budget
  * (and at least HIT_FLOOR tokens), the turns that complete it to half of that. Cut when first needed, once.
  */
 function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: Tokenizer): TurnView {
-  const hitMax = Math.max(HIT_FLOOR, Math.floor(budget / 8));
+  const hitMax = Math.max(HIT_FLOOR, Math.floor(budget / 16));
   const partial = new Set<TurnRecord>();
   const seen = new Map<string, TurnRecord>();
   const view = (t: TurnRecord, hit: boolean): TurnRecord => {
@@ -268,7 +272,7 @@ function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokeniz
     for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
   };
   for (const b of blocks) tryAdd(b, b.hits, true);
-  for (const b of blocks) if (owner.has(b.hits[0]!.seq) && owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
+  for (const b of blocks) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
   for (const b of blocks) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
   return {
     turns: () => order,

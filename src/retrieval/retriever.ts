@@ -198,10 +198,40 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
     (verdict.expired ? expired : blocks).push(block);
   }
-  blocks.sort((a, b) => b.priority - a.priority || b.scores.fusion! * b.scores.recency! - a.scores.fusion! * a.scores.recency!);
-  blocks.forEach((b, i) => { b.scores.rank = i + 1; });
+  const ranked = covering(blocks, stemsOf(q.terms.join(' ')));
+  ranked.forEach((b, i) => { b.scores.rank = i + 1; });
   const focus = stemsOf([...q.terms, ...q.tagWeights.keys()].join(' ').replace(/-/g, ' '));
-  return { blocks: blocks.slice(0, q.limit), expired, focus };
+  return { blocks: ranked.slice(0, q.limit), expired, focus };
+}
+
+// How much a block that brings question words no better-ranked block has is preferred (a question about two things
+// should recall both, not the first one twice).
+const NOVELTY = 3;
+
+/**
+ * Orders blocks by tag-rule priority, then greedily by fused score × recency × (1 + NOVELTY × the share of the
+ * question's words that the block's hits add to those already covered).
+ */
+function covering(blocks: readonly RecallBlock[], words: ReadonlySet<string>): RecallBlock[] {
+  const base = (b: RecallBlock) => b.scores.fusion! * b.scores.recency!;
+  const left = [...blocks].sort((a, b) => b.priority - a.priority || base(b) - base(a));
+  if (words.size < 2) return left;
+  const has = new Map(left.map((b) => [b, [...stemsOf(b.hits.map((t) => t.text).join(' '))].filter((w) => words.has(w))]));
+  const covered = new Set<string>();
+  const out: RecallBlock[] = [];
+  while (left.length > 0) {
+    let best = 0;
+    let bestScore = -1;
+    for (let i = 0; i < left.length && left[i]!.priority === left[0]!.priority; i++) {
+      const fresh = has.get(left[i]!)!.filter((w) => !covered.has(w)).length;
+      const score = base(left[i]!) * (1 + NOVELTY * (fresh / words.size));
+      if (score > bestScore) { best = i; bestScore = score; }
+    }
+    const [b] = left.splice(best, 1);
+    for (const w of has.get(b!)!) covered.add(w);
+    out.push(b!);
+  }
+  return out;
 }
 
 function reasonFor(lists: readonly string[], matched: readonly string[]): string {

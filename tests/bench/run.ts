@@ -14,7 +14,7 @@ import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic').split(','));
-const options: MemoryOptions = { contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024) };
+const options: MemoryOptions = { contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024), ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}) };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 
 async function timed<T>(list: number[], fn: () => Promise<T>): Promise<T> {

@@ -115,6 +115,37 @@ describe('recall', () => {
     expect(ctx.messages.slice(0, -2).some((m) => String(m.content).includes('materialized'))).toBe(false);
   });
 
+  it('cuts a long recalled turn to its passage about the question, and says so in the manifest', async () => {
+    memory = await createMemory({ contextWindow: 8192, reserveTokens: 1024, protectedRecentTurns: 2 });
+    const filler = (topic: string, n: number) => Array.from({ length: n }, (_, i) => `Point ${i} about ${topic} is worth a careful look before the next step.`).join(' ');
+    const long = `${filler('garden soil', 40)} The spare key to the shed is taped under the blue watering can. ${filler('compost heaps', 40)}`;
+    await memory.onTurnComplete({ conversationId: 'c', messages: [
+      user('Here is everything about my garden, read it all.'), assistant(long),
+      ...Array.from({ length: 300 }, (_, i) => (i % 2 === 0 ? user(`Unrelated question ${i} on tax forms and deadlines`) : assistant(`Answer ${i} on tax forms.`))),
+    ] });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Where is the spare key to the shed?') });
+    const entry = ctx.manifest.find((e) => e.kind === 'recall' && e.sourceIds.length > 0 && ctx.recallText.includes('taped under the blue watering can'));
+    expect(entry).toBeDefined();
+    const turns = await memory.turns('c', { limit: 2 });
+    expect(entry!.partialIds).toContain(turns[1]!.id);
+    expect(ctx.recallText).toContain('[…]');
+    // The cut turn costs a fraction of the whole one (~1,300 tokens).
+    expect(entry!.tokens).toBeLessThan(400);
+  });
+
+  it('a question about two things recalls both, not the better-matched one many times', async () => {
+    memory = await createMemory({ contextWindow: 8192, reserveTokens: 1024, protectedRecentTurns: 2 });
+    const messages: ChatMessage[] = [];
+    for (let i = 0; i < 150; i++) messages.push(user(`Filler ${i}: notes on tax forms and filing deadlines.`), assistant(`Noted ${i}.`));
+    for (let i = 0; i < 20; i++) messages.push(user(`Volleyball league week ${i} at the community center.`), assistant(`Nice ${i}.`));
+    for (let i = 0; i < 20; i++) messages.push(user(`Update ${i} on the charity run for the children's hospital: training went well.`), assistant(`Great ${i}.`));
+    for (let i = 0; i < 20; i++) messages.push(user(`More filler ${i} about tax forms.`), assistant(`Ok ${i}.`));
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Which did I start first, the volleyball league or the charity run for the hospital?') });
+    expect(ctx.recallText).toMatch(/volleyball league week \d+ at/i);
+    expect(ctx.recallText).toMatch(/update \d+ on the charity run/i);
+  });
+
   it('favours the named speaker', async () => {
     memory = await longConversation();
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What did Caroline say about the race?') });
