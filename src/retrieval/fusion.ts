@@ -2,6 +2,8 @@
 export interface RankedList {
   name: string;
   units: readonly number[];
+  /** This list's constant (default RRF_K): a smaller one trusts its head more. */
+  k?: number;
 }
 
 /** A unit with its fused score and the lists that ranked it. */
@@ -20,7 +22,7 @@ export function fuse(lists: readonly RankedList[], k = RRF_K): Fused[] {
   for (const list of lists) {
     list.units.forEach((unit, i) => {
       const f = byUnit.get(unit) ?? { unit, score: 0, lists: [] };
-      f.score += 1 / (k + i + 1);
+      f.score += 1 / ((list.k ?? k) + i + 1);
       f.lists.push(list.name);
       byUnit.set(unit, f);
     });
