@@ -133,9 +133,8 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
     const sent = new Set<number>();
     for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
-    const raw = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
-    const found = raw;
-    const view = quoter(raw.focus ?? new Set(), recallBudget, tokenizer);
+    const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
+    const view = quoter(found.focus ?? new Set(), recallBudget, tokenizer);
     const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory(['']), view);
     // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
     let recallCost = 0;
