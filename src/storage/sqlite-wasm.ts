@@ -175,8 +175,14 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
         const row: Row = {};
         for (let c = 0; c < names.length; c++) {
           switch (raw.sqlite3_column_type(p, c)) {
-            // Integers pagewise stores (seqs, counts, milliseconds) are far below 2^53: exact as doubles.
-            case SQLITE_INTEGER: case SQLITE_FLOAT: row[names[c]!] = raw.sqlite3_column_double(p, c); break;
+            // Integers up to 2^53 are exact as doubles (seqs, counts, milliseconds); larger ones come back as oo1
+            // gives them (a BigInt).
+            case SQLITE_INTEGER: {
+              const n = raw.sqlite3_column_double(p, c);
+              row[names[c]!] = Number.isSafeInteger(n) ? n : stmt.get(c) as SqlValue;
+              break;
+            }
+            case SQLITE_FLOAT: row[names[c]!] = raw.sqlite3_column_double(p, c); break;
             case SQLITE_TEXT: {
               const at = raw.sqlite3_column_text(p, c);
               row[names[c]!] = utf8.decode(heap().subarray(at, at + raw.sqlite3_column_bytes(p, c)));

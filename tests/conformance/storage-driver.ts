@@ -29,6 +29,11 @@ export const storageDriverCases: DriverCase[] = [
       equal(row.n, null, 'null');
       ok(row.b instanceof Uint8Array, 'blob comes back as Uint8Array');
       equal(Array.from(row.b as Uint8Array), Array.from(blob), 'blob bytes');
+      // Past 2^53 a double would round: the exact value comes back (as a BigInt, or whatever keeps it exact).
+      const big = 9223372036854775807n;
+      await d.batch([{ sql: 'INSERT INTO v (i) VALUES (?)', params: [big] }]);
+      const back = (await d.query('SELECT i FROM v WHERE i > ?', [9007199254740991]))[0]!.i;
+      equal(String(back), String(big), 'integer beyond 2^53 is exact');
     },
   },
   {
