@@ -69,6 +69,16 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
       list: () => open(() => (remote.aliases as unknown as Remote<AliasApi>).list()),
       suggest: (limit) => open(() => (remote.aliases as unknown as Remote<AliasApi>).suggest(limit)),
     },
+    compact: (conversationId) => open(() => remote.compact(conversationId)),
+    flush: () => open(() => remote.flush()),
+    summaries: (conversationId, filter) => open(() => remote.summaries(conversationId, filter)),
+    regenerateSummaries: (conversationId, options) => open(() => remote.regenerateSummaries(conversationId, options)),
+    pin: (conversationId, messageId) => open(() => remote.pin(conversationId, messageId)),
+    unpin: (conversationId, messageId) => open(() => remote.unpin(conversationId, messageId)),
+    pins: (conversationId) => open(() => remote.pins(conversationId)),
+    tools: () => open(() => remote.tools()),
+    callTool: (name, args, context) => open(() => remote.callTool(name, args, context)),
+    costReport: (conversationId) => open(() => remote.costReport(conversationId)),
     async close() {
       if (closed) return;
       closed = true;

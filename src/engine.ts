@@ -1,14 +1,22 @@
-import { assemble } from './assembly/assembler.js';
+import { type SummaryCandidate, assemble } from './assembly/assembler.js';
+import { stemsOf } from './assembly/passages.js';
+import { workingView } from './assembly/working-view.js';
+import { type Atomic, createCompactor } from './compaction/compactor.js';
+import { createSummaryStore } from './compaction/summary-store.js';
+import { checkId, checkObject, makeLlm, makeSummarizer, newTurns, openStorage } from './engine-support.js';
 import { PagewiseError } from './errors.js';
+import { type CostReport, createLedger } from './llm/ledger.js';
+import { createImportanceStore } from './store/importance-store.js';
+import { memoryTools, runTool } from './tools.js';
+import { TOKENS_PER_REQUEST } from './tokens/chat-format.js';
 import { callerHistory, itemFor, storedHistory } from './history.js';
 import { contentHash, describe, messageText, parseNow, validateConversationId, validateMessage } from './messages.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
 import { topicsHint } from './assembly/topics-hint.js';
-import { openaiCompatible } from './llm/openai-compatible.js';
 import { sampleBroad } from './retrieval/broad.js';
 import { warmDateParser } from './retrieval/intent.js';
 import { analyzeQuery } from './retrieval/query.js';
-import { recall } from './retrieval/retriever.js';
+import { type RecallBlock, recall } from './retrieval/retriever.js';
 import { keywordTagger } from './tags/keyword-tagger.js';
 import { llmTagger } from './tags/llm-tagger.js';
 import { type AliasSuggestion, createCanonicalizer } from './tags/tag-canonicalizer.js';
@@ -17,12 +25,12 @@ import { createTagRules } from './tags/tag-rules.js';
 import { type TagAlias, type TagStat, createTagStore } from './tags/tag-store.js';
 import { storedOverlap } from './store/reconcile.js';
 import { migrate } from './store/schema.js';
-import { type NewTurn, type TurnStore, createTurnStore, publicTurn } from './store/turn-store.js';
+import { type NewTurn, createTurnStore, publicTurn } from './store/turn-store.js';
 import { countCacheKey } from './tokens/chat-format.js';
 import { createTokenizer } from './tokens/tokenizer.js';
 import type {
-  AssembledContext, ChatMessage, ConversationInfo, InboundInput, LlmProvider, MemoryOptions, StorageDriver, StoredTurn,
-  Tagger, Tokenizer, TurnInput, TurnReport,
+  AssembledContext, CompactionReport, ConversationInfo, InboundInput, MemoryOptions, StoredTurn, Summary, Tagger, Tokenizer,
+  ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
 
 /** Tag aliases: `db` is read as `database` everywhere, in every conversation. */
@@ -49,27 +57,34 @@ export interface Memory {
   tags(conversationId: string): Promise<TagStat[]>;
   /** Manual and detected tag aliases. */
   readonly aliases: AliasApi;
+  /** Compacts now, whatever the thresholds: everything between the watermark and the protected recent turns. */
+  compact(conversationId: string): Promise<CompactionReport | null>;
+  /** Resolves once background work (soft-threshold compaction, lazy regeneration) is done, with its compaction reports. */
+  flush(): Promise<CompactionReport[]>;
+  /** Stored summaries of every level (or one kind), oldest first. */
+  summaries(conversationId: string, filter?: { kind?: Summary['kind'] }): Promise<Summary[]>;
+  /**
+   * Rebuilds summaries from their sources with the current summarizer (ids stay): all of a conversation's, or
+   * `ids`. `lazy: true` only marks them stale: each is rebuilt in the background when assembly next uses it.
+   */
+  regenerateSummaries(conversationId: string, options?: { ids?: string[]; lazy?: boolean }): Promise<{ regenerated: number; marked: number }>;
+  /** Pins a stored message: it is recalled first whenever it is not in the history sent, and never compressed. */
+  pin(conversationId: string, messageId: string): Promise<void>;
+  unpin(conversationId: string, messageId: string): Promise<boolean>;
+  /** Pinned message ids, oldest pin first. */
+  pins(conversationId: string): Promise<string[]>;
+  /** The memory tools in the OpenAI function format, for the request's `tools`: expand, reload, search. */
+  tools(): Promise<ToolDefinition[]>;
+  /** Runs a memory tool the model called; `args` is the call's arguments (JSON string or object). */
+  callTool(name: string, args: unknown, context: { conversationId: string }): Promise<ToolResult>;
+  /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
+  costReport(conversationId?: string): Promise<CostReport>;
   /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
   close(): Promise<void>;
 }
 
 const MODULE = 'engine';
 const RECALL_HITS = 16;
-
-function checkObject(value: unknown, method: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${method} takes one object argument (got ${describe(value)}).`);
-  }
-  return value as Record<string, unknown>;
-}
-
-async function openStorage(options: ResolvedOptions): Promise<StorageDriver> {
-  if (options.storage === undefined) {
-    const { sqliteWasm } = await import('./storage/sqlite-wasm.js');
-    return sqliteWasm()();
-  }
-  return typeof options.storage === 'function' ? options.storage() : options.storage;
-}
 
 /**
  * Creates the engine. In Node the default storage is in-memory SQLite (sqlite-wasm); in the browser use
@@ -93,8 +108,10 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const store = createTurnStore(driver);
   const tagStore = createTagStore(driver);
   const canonicalizer = createCanonicalizer(tagStore);
-  const llm: LlmProvider | undefined = opts.llm === undefined ? undefined
-    : 'complete' in opts.llm ? opts.llm : openaiCompatible(opts.llm);
+  const summaryStore = createSummaryStore(driver);
+  const importance = createImportanceStore(driver);
+  const ledger = createLedger(driver);
+  const llm = makeLlm(opts, ledger);
   const keyword = keywordTagger({ tagKeywords: opts.tagKeywords });
   const taggers: Tagger[] = opts.tagger === 'keyword' ? [keyword]
     : opts.tagger === 'llm' ? [llmTagger(llm!), keyword]
@@ -113,6 +130,70 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     const run = queue.then(fn, fn);
     queue = run.catch(() => undefined);
     return run;
+  };
+  const inline: Atomic = (fn) => fn();
+  // Background work (soft-threshold compaction, lazy regeneration): one chain, its storage phases queued with
+  // `serial` between the hooks' operations; summaries are written outside the queue.
+  const abort = new AbortController();
+  let background: Promise<void> = Promise.resolve();
+  const reports: CompactionReport[] = [];
+  const scheduled = new Set<string>();
+  const later = (key: string, job: () => Promise<void>): void => {
+    if (scheduled.has(key) || closed) return;
+    scheduled.add(key);
+    background = background.then(async () => {
+      scheduled.delete(key);
+      if (!closed) await job();
+    }).catch(() => undefined);
+  };
+  const { summarizer, fallback } = makeSummarizer(opts, llm, tokenizer);
+  const compactor = createCompactor({
+    turns: store, tags: tagStore, summaries: summaryStore, canonicalizer, rules, tokenizer, summarizer, fallback,
+    settings: {
+      contextWindow: opts.contextWindow, softThreshold: opts.softThreshold, hardThreshold: opts.hardThreshold,
+      protectedRecentTurns: opts.protectedRecentTurns, sumWindow: opts.sumWindow, nSum: opts.nSum, nSumSum: opts.nSumSum,
+      maxSumLevel: opts.maxSumLevel, maxConcurrentSummaries: opts.maxConcurrentSummaries, summaryRatio: opts.summaryRatio,
+      summaryTokens: opts.summaryTokens,
+    },
+  });
+  const compactLater = (conversationId: string, trigger: 'soft' | 'manual'): Promise<CompactionReport | null> => new Promise((resolve) => {
+    later(`compact:${conversationId}`, async () => {
+      const report = await compactor.compact(conversationId, trigger, serial, abort.signal);
+      if (report) reports.push(report);
+      await serial(() => ledger.flush()).catch(() => undefined);
+      resolve(report);
+    });
+    // Already scheduled: the queued run covers this request too.
+    void background.then(() => resolve(null));
+  });
+  const regenerateLater = (conversationId: string, stale: readonly Summary[]): void => {
+    later(`regenerate:${conversationId}`, async () => {
+      const fresh = await serial(() => summaryStore.byIds(conversationId, stale.map((x) => x.id)));
+      await compactor.regenerate(conversationId, fresh.filter((x) => x.stale), serial, abort.signal).catch(() => 0);
+      await serial(() => ledger.flush()).catch(() => undefined);
+    });
+  };
+
+  /** Summaries to page in for a question, in priority order, and the share of the recall budget they may take. */
+  const summaryPlan = async (conversationId: string, broad: boolean, temporal: boolean): Promise<{ candidates: SummaryCandidate[]; share: number }> => {
+    const frontier = await summaryStore.frontier(conversationId);
+    if (frontier.length === 0) return { candidates: [], share: 0 };
+    if (broad) {
+      const tags = await summaryStore.tagSummaries(conversationId);
+      return { share: 0.6, candidates: [
+        ...tags.map((x) => ({ summary: x, reason: `broad question: summary of topic "${x.tag}" (set cover of the compacted turns)` })),
+        ...frontier.filter((x) => x.kind === 'master').map((x) => ({ summary: x, reason: 'broad question: master summary of the compacted past' })),
+      ] };
+    }
+    if (temporal) {
+      const segments = await summaryStore.segments(conversationId);
+      return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
+    }
+    // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
+    const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq);
+    const master = newest.filter((x) => x.kind === 'master');
+    const ordered = [...newest.slice(0, 1).filter((x) => x.kind !== 'master'), ...master, ...newest.slice(1).filter((x) => x.kind !== 'master')];
+    return { share: 1 / 3, candidates: ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` })) };
   };
 
   const hintFor = async (conversationId: string, tok: Tokenizer): Promise<string> => {
@@ -143,10 +224,26 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           conversationId, text, now, nowIso);
         // Broad questions may use the whole window; temporal ones more memory within the target.
         const wide = query.intent.broad;
+        const state = await summaryStore.state(conversationId);
+        const watermark = state?.watermark ?? 0;
         const view = args.history
           ? await callerHistory(store, tok, conversationId, args.history as unknown[], opts.maxMessageBytes)
-          : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns);
+          : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns, watermark);
+        // Compacted turns are sent as summaries (and recalled when relevant), not verbatim.
+        if (state) view.history = view.history.filter((i) => i.seq === null || i.seq >= watermark);
         const prefixSeqs = view.prefix.flatMap((p) => (p.seq === null ? [] : [p.seq]));
+        const messageItem = itemFor(message, null, tok);
+        const pinned = await importance.pinned(conversationId);
+        const fixed = view.prefix.reduce((n, i) => n + i.tokens, 0) + messageItem.tokens + TOKENS_PER_REQUEST;
+        const historyBudget = (wide ? available : opts.targetTokens) - fixed - Math.min(opts.memoryTokens, Math.floor(opts.targetTokens / 4));
+        const over = view.history.reduce((n, i) => n + i.tokens, 0) > historyBudget;
+        const recalls = over ? await importance.recallCounts(conversationId, view.history.flatMap((i) => (i.sourceId ? [i.sourceId] : []))) : new Map<string, number>();
+        const working = workingView(view.history, {
+          budget: historyBudget, protectedRecentTurns: opts.protectedRecentTurns, minConsecutiveToolMessages: opts.minConsecutiveToolMessages,
+          largePayloadThreshold: opts.largePayloadThreshold, offloadPreview: opts.offloadPreview, pinned: new Set(pinned),
+          importance: (item, index) => index + 8 * (recalls.get(item.sourceId ?? '') ?? 0), focus: stemsOf(text), tokenizer: tok,
+        });
+        const plan = state ? await summaryPlan(conversationId, query.intent.broad, query.intent.temporal) : { candidates: [], share: 0 };
         const assembled = await assemble({
           conversationId,
           tokenizer: tok,
@@ -156,22 +253,40 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           targetTokens: opts.targetTokens,
           protectedRecentTurns: opts.protectedRecentTurns,
           prefix: view.prefix,
-          history: view.history,
+          history: working.history,
           historyComplete: view.complete,
-          message: itemFor(message, null, tok),
+          message: messageItem,
           hint: await hintFor(conversationId, tok),
           placement: opts.recallPlacement,
           wide,
           temporal: query.intent.temporal,
+          compacted: state !== null,
+          summaries: plan.candidates,
+          summaryShare: plan.share,
           recall: async (exclude) => {
             const excluded = new Set([...exclude, ...prefixSeqs]);
-            if (query.intent.broad) return { blocks: await sampleBroad({ turns: store, tags: tagStore }, conversationId, excluded, RECALL_HITS * 2), expired: [] };
-            return recall({ turns: store, tags: tagStore }, {
+            const pins = (await store.byIds(conversationId, pinned)).filter((t) => !excluded.has(t.seq)).map((t): RecallBlock => ({
+              unitSeq: t.seq, hits: [t], pair: [], adjacent: [], scores: {}, tags: [], priority: 10, reason: 'pinned by the user',
+            }));
+            for (const p of pins) excluded.add(p.unitSeq);
+            if (query.intent.broad) return { blocks: [...pins, ...await sampleBroad({ turns: store, tags: tagStore }, conversationId, excluded, RECALL_HITS * 2)], expired: [] };
+            const found = await recall({ turns: store, tags: tagStore }, {
               conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
               exclude: excluded, limit: query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS, rules, nowMs: now,
             });
+            return { ...found, blocks: [...pins, ...found.blocks] };
           },
         });
+        if (working.compressed.size > 0) {
+          for (const entry of assembled.manifest) {
+            const mine = entry.sourceIds.filter((id) => working.compressed.has(id));
+            if (mine.length > 0) entry.compressed = Object.fromEntries(mine.map((id) => [id, working.compressed.get(id)!]));
+          }
+        }
+        const used = new Set(assembled.manifest.flatMap((e) => (e.summaryId ? [e.summaryId] : [])));
+        const stale = plan.candidates.filter((c) => c.summary.stale && used.has(c.summary.id)).map((c) => c.summary);
+        if (stale.length > 0) regenerateLater(conversationId, stale);
+        await importance.recalled(conversationId, assembled.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds), now);
         await tagStore.touch(conversationId, query.matchedTags, nowIso);
         return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal };
       });
@@ -205,19 +320,27 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           };
         });
         if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
+        let compaction: CompactionReport | null = null;
         if ((await store.turnCount(conversationId)) > 0) {
           await index.indexNew(conversationId, now.toISOString());
           // Refreshed here, after the response, so that the next question does not wait for it.
           await hintFor(conversationId, tok);
           warmDateParser();
+          if (opts.compaction && turns.length > 0) {
+            const due = compactor.due(await compactor.pressure(conversationId));
+            // Hard: before returning, inside this operation. Soft: in the background, between later operations.
+            if (due === 'hard') compaction = await compactor.compact(conversationId, 'hard', inline, abort.signal);
+            else if (due === 'soft') void compactLater(conversationId, 'soft');
+          }
         }
+        await ledger.flush();
         return {
           conversationId,
           stored: turns.length,
           skipped: messages.length - turns.length,
           storedIds: turns.map((t) => t.id),
           totalTurns: await store.turnCount(conversationId),
-          compaction: null,
+          compaction,
         };
       });
     },
@@ -261,42 +384,96 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       suggest: (limit) => serial(() => canonicalizer.suggest(limit)),
     },
 
+    compact(conversationId) {
+      return serial(async () => validateConversationId(conversationId)).then(async (id) => {
+        await serial(() => index.indexNew(id, new Date().toISOString()));
+        const report = await compactor.compact(id, 'manual', serial, abort.signal);
+        await serial(() => ledger.flush());
+        return report;
+      });
+    },
+
+    async flush() {
+      let seen: Promise<void>;
+      do {
+        seen = background;
+        await seen;
+      } while (seen !== background);
+      return reports.splice(0);
+    },
+
+    summaries(conversationId, filter = {}) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        if (filter.kind !== undefined && !['segment', 'rollup', 'master', 'tag'].includes(filter.kind)) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".');
+        }
+        return (await summaryStore.list(conversationId, filter.kind)).map(({ rowid: _r, ...x }) => x);
+      });
+    },
+
+    regenerateSummaries(conversationId, options = {}) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        if (options.ids !== undefined && (!Array.isArray(options.ids) || options.ids.some((i) => typeof i !== 'string'))) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'options.ids must be a list of summary ids (see memory.summaries()).');
+        }
+        const marked = await summaryStore.markStale(conversationId, options.ids ?? null);
+        return marked;
+      }).then(async (marked) => {
+        if (options.lazy) return { regenerated: 0, marked };
+        const targets = await serial(() => summaryStore.list(conversationId));
+        const chosen = targets.filter((x) => x.stale && (options.ids === undefined || options.ids.includes(x.id)));
+        const regenerated = await compactor.regenerate(conversationId, chosen, serial, abort.signal);
+        await serial(() => ledger.flush());
+        return { regenerated, marked };
+      });
+    },
+
+    pin(conversationId, messageId) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        const id = checkId(messageId, 'messageId');
+        if ((await store.byIds(conversationId, [id])).length === 0) {
+          throw new PagewiseError('NOT_FOUND', MODULE, `No message "${id}" is stored in conversation "${conversationId}"; pin ids from report.storedIds or memory.turns().`);
+        }
+        await importance.pin(conversationId, id, new Date().toISOString());
+      });
+    },
+    unpin: (conversationId, messageId) => serial(async () => importance.unpin(validateConversationId(conversationId), checkId(messageId, 'messageId'))),
+    pins: (conversationId) => serial(async () => importance.pinned(validateConversationId(conversationId))),
+
+    tools: () => Promise.resolve(memoryTools()),
+
+    callTool(name, args, context) {
+      return serial(async () => {
+        const ctx = checkObject(context, 'callTool(name, args, context)');
+        const conversationId = validateConversationId(ctx.conversationId);
+        if (typeof name !== 'string') throw new PagewiseError('UNKNOWN_TOOL', MODULE, `The tool name must be a string (got ${describe(name)}).`);
+        return runTool({ turns: store, tags: tagStore, summaries: summaryStore, tokenizer: await tokenizer() }, conversationId, name, args);
+      });
+    },
+
+    costReport(conversationId) {
+      return serial(async () => {
+        if (conversationId !== undefined) validateConversationId(conversationId);
+        await ledger.flush();
+        return ledger.report(conversationId);
+      });
+    },
+
     async close() {
       if (closed) return;
+      abort.abort(new PagewiseError('ENGINE_CLOSED', MODULE, 'The memory was closed.'));
       const pending = queue;
       closed = true;
+      await background;
       await pending;
+      await queue;
+      await ledger.flush().catch(() => undefined);
       await driver.close();
     },
   };
 }
 
 const HINT_EVERY = 16;
-
-/**
- * Of the messages after the stored overlap, those not stored yet. A caller id seen before is skipped when the
- * content is the same and refused (ID_CONFLICT) when it differs, wherever it sits in the list: stored turns are
- * never rewritten.
- */
-async function newTurns(store: TurnStore, conversationId: string, all: ChatMessage[], hashes: string[], from: number): Promise<{ message: ChatMessage; hash: string }[]> {
-  const ids = all.flatMap((m) => (m.id ? [m.id] : []));
-  const known = new Map((await store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
-  const out: { message: ChatMessage; hash: string }[] = [];
-  all.forEach((message, i) => {
-    const hash = hashes[i]!;
-    if (message.id !== undefined) {
-      const seen = known.get(message.id);
-      if (seen !== undefined && seen !== hash) {
-        throw new PagewiseError('ID_CONFLICT', MODULE,
-          `Message id "${message.id}" is already stored with different content. Stored turns are append-only: send an edit as a new message with a new id.`,
-          { path: `messages[${i}].id` });
-      }
-      if (seen !== undefined || i < from) return;
-      known.set(message.id, hash);
-    } else if (i < from) {
-      return;
-    }
-    out.push({ message, hash });
-  });
-  return out;
-}

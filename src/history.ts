@@ -12,7 +12,7 @@ const MAX_PAGE = 512;
 export interface HistoryView {
   prefix: HistoryItem[];
   history: HistoryItem[];
-  /** Whether `history` reaches back to the start of the conversation. */
+  /** Whether `history` reaches back to the start of the conversation (or to the compaction watermark). */
   complete: boolean;
 }
 
@@ -40,11 +40,13 @@ function storedItem(t: TurnRecord, textTokens: number): HistoryItem {
  * The stored conversation as history, newest first until `enough` tokens are loaded (older turns could not be sent
  * anyway), with its leading system turns as the prefix.
  */
-export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number, recent: number): Promise<HistoryView> {
+export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number, recent: number, fromSeq = 0): Promise<HistoryView> {
   const head = await store.range(conversationId, 0, 16);
   let prefixEnd = 0;
   while (prefixEnd < head.length && head[prefixEnd]!.role === 'system') prefixEnd++;
   const prefixTurns = head.slice(0, prefixEnd);
+  // Turns before the watermark were compacted: summaries and recall stand for them.
+  const floor = Math.max(prefixEnd, fromSeq);
   const loaded: TurnRecord[] = [];
   const counts = await storedTextTokens(store, tokenizer, prefixTurns);
   let before = Number.MAX_SAFE_INTEGER;
@@ -53,8 +55,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   let size = FIRST_PAGE;
   // Every message costs at least its markup: past this many turns the conversation cannot fit whole, and only the
   // `recent` (protected) turns can be sent as history.
-  if ((await store.turnCount(conversationId)) - prefixEnd > enough / TOKENS_PER_MESSAGE) {
-    const page = recent > 0 ? (await store.before(conversationId, before, recent)).filter((t) => t.seq >= prefixEnd).reverse() : [];
+  if ((await store.turnCount(conversationId)) - floor > enough / TOKENS_PER_MESSAGE) {
+    const page = recent > 0 ? (await store.before(conversationId, before, recent)).filter((t) => t.seq >= floor).reverse() : [];
     for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     return {
       prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
@@ -64,7 +66,7 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   }
   while (tokens <= enough) {
     const fetched = await store.before(conversationId, before, size);
-    const page = fetched.filter((t) => t.seq >= prefixEnd);
+    const page = fetched.filter((t) => t.seq >= floor);
     if (page.length === 0) { complete = true; break; }
     for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     for (const t of page) {
@@ -72,7 +74,7 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
       tokens += counts.get(t.rowid)!;
     }
     before = page[page.length - 1]!.seq;
-    if (fetched.length < size || before === prefixEnd) { complete = true; break; }
+    if (fetched.length < size || before <= floor) { complete = true; break; }
     size = Math.min(MAX_PAGE, size * 2);
   }
   loaded.reverse();

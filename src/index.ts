@@ -7,4 +7,10 @@ export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } f
 export { sqliteWasm, type SqliteWasmOptions } from './storage/sqlite-wasm.js';
 export { createTokenizer, encodingForModel } from './tokens/tokenizer.js';
 export { MIGRATIONS, SCHEMA_VERSION } from './store/schema.js';
+export { openaiCompatible } from './llm/openai-compatible.js';
+export { anthropic } from './llm/anthropic.js';
+export { extractiveSummarizer } from './compaction/extractive.js';
+export { llmSummarizer } from './compaction/llm-summarizer.js';
+export { memoryTools } from './tools.js';
+export type { CostLine, CostReport } from './llm/ledger.js';
 export type * from './types.js';

@@ -1,6 +1,6 @@
 import { PagewiseError } from './errors.js';
 import { encodingForModel } from './tokens/tokenizer.js';
-import type { EncodingName, LlmProvider, MemoryOptions, OpenAICompatibleOptions, StorageOption, TagRule, Tagger, TokenizerOption } from './types.js';
+import type { EncodingName, LlmOptions, LlmProvider, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from './types.js';
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {
@@ -19,17 +19,31 @@ export interface ResolvedOptions {
   recallPlacement: 'message' | 'prependText';
   /** 0 when the hint is off. */
   topicsHintTokens: number;
-  llm: LlmProvider | OpenAICompatibleOptions | undefined;
+  llm: LlmProvider | LlmOptions | undefined;
   tagger: 'keyword' | 'llm' | Tagger;
   tagKeywords: Record<string, string[]>;
   minTags: number;
   maxTags: number;
   tagRules: TagRule[];
+  compaction: boolean;
+  summarizer: 'extractive' | 'llm' | Summarizer;
+  summaryRatio: number;
+  summaryTokens: number;
+  sumWindow: number;
+  nSum: number | null;
+  nSumSum: number;
+  maxSumLevel: number;
+  maxConcurrentSummaries: number;
+  minConsecutiveToolMessages: number;
+  largePayloadThreshold: number;
+  offloadPreview: number;
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
   'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'targetTokens', 'recallPlacement',
-  'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules']);
+  'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
+  'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'minConsecutiveToolMessages',
+  'largePayloadThreshold', 'offloadPreview']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -100,9 +114,11 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   const llm = options.llm;
   if (llm !== undefined) {
     const isProvider = typeof llm === 'object' && llm !== null && typeof (llm as LlmProvider).complete === 'function';
-    const isConfig = typeof llm === 'object' && llm !== null && typeof (llm as OpenAICompatibleOptions).baseUrl === 'string'
-      && /^https?:\/\//.test((llm as OpenAICompatibleOptions).baseUrl) && typeof (llm as OpenAICompatibleOptions).model === 'string';
-    if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }) or { baseUrl: "http(s)://…/v1", model, apiKey? }.');
+    const c = llm as { provider?: unknown; baseUrl?: unknown; model?: unknown };
+    const isConfig = typeof llm === 'object' && llm !== null && typeof c.model === 'string' && c.model !== '' && (c.provider === 'anthropic'
+      ? c.baseUrl === undefined || (typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl))
+      : (c.provider === undefined || c.provider === 'openai-compatible') && typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl));
+    if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }), { baseUrl: "http(s)://…/v1", model, apiKey? } or { provider: "anthropic", model, apiKey? }.');
   }
   const tagger = options.tagger ?? (llm ? 'llm' : 'keyword');
   if (tagger !== 'keyword' && tagger !== 'llm' && (typeof tagger !== 'object' || tagger === null || typeof tagger.tag !== 'function')) {
@@ -122,7 +138,27 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
     || (r.ttlDays !== undefined && r.ttlDays !== null && !(typeof r.ttlDays === 'number' && r.ttlDays > 0)))) {
     bad('tagRules', 'must be a list of { match: "glob*", priority?: number, ttlDays?: number > 0 | null, summaryPrompt?: string }.');
   }
+  const summarizer = options.summarizer ?? (llm ? 'llm' : 'extractive');
+  if (summarizer !== 'extractive' && summarizer !== 'llm' && (typeof summarizer !== 'object' || summarizer === null || typeof summarizer.summarize !== 'function')) {
+    bad('summarizer', 'must be "extractive", "llm" or a Summarizer ({ name, version, summarize(request) }).');
+  }
+  if (summarizer === 'llm' && !llm) bad('summarizer', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "extractive".');
+  if (options.compaction !== undefined && typeof options.compaction !== 'boolean') bad('compaction', 'must be true or false.');
+  const summaryRatio = ratio(options.summaryRatio, 'summaryRatio', 0.25);
+  const nSum = options.nSum === undefined || options.nSum === null ? null : int(options.nSum, 'nSum', 1, 1);
   return {
+    compaction: options.compaction ?? true,
+    summarizer,
+    summaryRatio,
+    summaryTokens: int(options.summaryTokens, 'summaryTokens', 16, Math.max(64, Math.min(256, Math.floor(contextWindow / 20)))),
+    sumWindow: int(options.sumWindow, 'sumWindow', 2, 12),
+    nSum,
+    nSumSum: int(options.nSumSum, 'nSumSum', 2, 3),
+    maxSumLevel: int(options.maxSumLevel, 'maxSumLevel', 2, 3),
+    maxConcurrentSummaries: int(options.maxConcurrentSummaries, 'maxConcurrentSummaries', 1, 4),
+    minConsecutiveToolMessages: int(options.minConsecutiveToolMessages, 'minConsecutiveToolMessages', 1, 6),
+    largePayloadThreshold: int(options.largePayloadThreshold, 'largePayloadThreshold', 100, 5 * 1024),
+    offloadPreview: int(options.offloadPreview, 'offloadPreview', 0, 200),
     targetTokens,
     recallPlacement,
     topicsHintTokens,

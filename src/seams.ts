@@ -23,6 +23,8 @@ export interface TagRequest {
   stats?: { turns: number; termFrequencies(terms: readonly string[]): Promise<ReadonlyMap<string, number>> };
   /** Aborts the call (timeouts, closing the engine). */
   signal?: AbortSignal;
+  /** The conversation, for the LLM usage ledger. */
+  conversationId?: string;
 }
 
 /** A tagger's answer. Tags may be in any spelling: the engine canonicalizes them before storing or matching. */
@@ -77,6 +79,10 @@ export interface LlmRequest {
   maxTokens?: number;
   temperature?: number;
   signal?: AbortSignal;
+  /** What the call is for, recorded in the usage ledger (`memory.costReport()`). */
+  purpose?: 'tag' | 'summarize' | (string & {});
+  /** The conversation it is for, recorded in the usage ledger. */
+  conversationId?: string;
 }
 
 /** A provider's reply. */
@@ -93,14 +99,99 @@ export interface LlmProvider {
   complete(request: LlmRequest): Promise<LlmResponse>;
 }
 
+/** Prices per million tokens, for the cost column of `memory.costReport()`. */
+export interface LlmPricing {
+  inputPerMillion: number;
+  outputPerMillion: number;
+}
+
+/** Transport settings shared by the built-in providers. */
+export interface LlmTransportOptions {
+  /** Per attempt. Default 20,000 ms. */
+  timeoutMs?: number;
+  /** Retries after HTTP 429 / 5xx or a network error, with exponential backoff (honouring Retry-After). Default 2. */
+  maxRetries?: number;
+  /** First backoff delay; doubled per retry, with jitter. Default 500 ms. */
+  retryDelayMs?: number;
+  /** Extra headers (organization, project, proxies). */
+  headers?: Record<string, string>;
+  /** Prices, so the ledger can report cost. */
+  pricing?: LlmPricing;
+}
+
+/** An Anthropic Messages API endpoint as plain data. */
+export interface AnthropicOptions extends LlmTransportOptions {
+  provider: 'anthropic';
+  model: string;
+  apiKey?: string;
+  /** Default `https://api.anthropic.com`. */
+  baseUrl?: string;
+  /** `anthropic-version` header. Default `2023-06-01`. */
+  version?: string;
+  /** `max_tokens` when a request names none (the API requires one). Default 1,024. */
+  maxTokens?: number;
+}
+
+/** An LLM endpoint as plain data: OpenAI-compatible (default) or Anthropic. */
+export type LlmOptions = OpenAICompatibleOptions | AnthropicOptions;
+
 /** An OpenAI-compatible endpoint as plain data, so it can cross to a worker (`connect()` options). */
-export interface OpenAICompatibleOptions {
+export interface OpenAICompatibleOptions extends LlmTransportOptions {
+  provider?: 'openai-compatible';
   /** E.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1` (Ollama). */
   baseUrl: string;
   model: string;
   apiKey?: string;
-  /** Per request. Default 20,000 ms. */
-  timeoutMs?: number;
-  /** Extra headers (organization, project, proxies). */
-  headers?: Record<string, string>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seam: summarizer
+// ---------------------------------------------------------------------------------------------
+
+/** One thing to summarize: a stored turn (segments) or a summary (roll-ups). */
+export interface SummaryItem {
+  id: string;
+  /** Who said it (`Caroline`, `user`, `assistant`, `tool`), or `summary`. */
+  speaker: string;
+  text: string;
+  createdAt: string;
+}
+
+/** What a summarizer is asked. */
+export interface SummaryRequest {
+  conversationId: string;
+  /** `segment`: consecutive turns on shared tags (level 1). `rollup`/`master`: summaries of one level into the next. `tag`: one tag's segment summaries. */
+  kind: 'segment' | 'rollup' | 'master' | 'tag';
+  level: number;
+  /** For `tag` summaries: the tag. */
+  tag?: string;
+  items: SummaryItem[];
+  /** The text just before and just after the items (seed 003): the summary should read as a bridge between them. */
+  before?: string;
+  after?: string;
+  /** The items' tags and related tags. A summarizer may add tags; the engine never drops these. */
+  tags: string[];
+  relatedTags: string[];
+  /** The tag rules' `summaryPrompt`s for these tags. */
+  instructions: string[];
+  /** The length to aim for, in tokens. */
+  targetTokens: number;
+  signal?: AbortSignal;
+}
+
+/** A summarizer's answer. */
+export interface SummaryResult {
+  text: string;
+  /** Tags to add (refined topics). Never used to remove any. */
+  tags?: string[];
+  relatedTags?: string[];
+}
+
+/** Writes summaries. Built in: `extractive` (offline, deterministic, the default) and `llm`. */
+export interface Summarizer {
+  /** Recorded with each summary (`extractive`, `llm:gpt-4o-mini`). */
+  readonly name: string;
+  /** Bump when the prompt or algorithm changes: summaries made by an older version can be regenerated. */
+  readonly version: number;
+  summarize(request: SummaryRequest): Promise<SummaryResult>;
 }

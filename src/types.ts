@@ -4,9 +4,11 @@
  * Logic files import these types; nothing here has behaviour.
  */
 
-import type { LlmProvider, OpenAICompatibleOptions, TagRule, Tagger } from './seams.js';
+import type { LlmOptions, LlmProvider, Summarizer, TagRule, Tagger } from './seams.js';
+import type { CompactionReport } from './types-compaction.js';
 
 export type * from './seams.js';
+export type * from './types-compaction.js';
 
 /** A value that is either ready now or later: OPFS SQLite and Durable Object SQL are synchronous, others are not. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -117,8 +119,11 @@ export interface TurnReport {
   storedIds: string[];
   /** How many turns the conversation holds now. */
   totalTurns: number;
-  /** Compaction figures; `null` while no compaction ran (the compaction issue fills this). */
-  compaction: null;
+  /**
+   * The compaction that ran before returning (the hard threshold was crossed), or null. Above the soft threshold
+   * compaction runs in the background instead: `memory.flush()` waits for it and returns its report.
+   */
+  compaction: CompactionReport | null;
 }
 
 /** The token budget of one assembled request; every figure is counted with the configured tokenizer. */
@@ -152,7 +157,7 @@ export interface BudgetBreakdown {
 }
 
 /** What a manifest entry is. */
-export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'message';
+export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'summary' | 'message';
 
 /** How a block scored; each part that ranked it. */
 export interface ScoreParts {
@@ -189,9 +194,18 @@ export interface ManifestEntry {
   tags?: string[];
   /** Recalled turns quoted in part (long turns are cut to the passages about the question). */
   partialIds?: string[];
+  /** For summaries: which one (expand it with the `pagewise_expand` tool), its level and the turns it covers. */
+  summaryId?: string;
+  level?: number;
+  covers?: { fromSeq: number; toSeq: number };
+  /** History messages sent in a compressed form, by id: how (seed 001/002: tool runs, offloading, progressive levels). */
+  compressed?: Record<string, CompressionKind>;
   /** Why it was included, in words. */
   reason: string;
 }
+
+/** How a history message was compressed for sending (the stored turn is unchanged). */
+export type CompressionKind = 'tool-run' | 'offloaded' | 'whitespace' | 'format' | 'selective' | 'truncated';
 
 /** A candidate that was considered and left out. */
 export interface DroppedEntry {
@@ -342,8 +356,8 @@ export interface MemoryOptions {
   recallPlacement?: 'message' | 'prependText';
   /** The `<context-topics>` hint in `prependText`: on (default), off, or its token cap (default 200). */
   topicsHint?: boolean | { maxTokens: number };
-  /** The LLM used to tag (and, with compaction, to summarize). Without one everything runs offline. */
-  llm?: LlmProvider | OpenAICompatibleOptions;
+  /** The LLM used to tag and summarize: a provider, or an endpoint as data. Without one everything runs offline. */
+  llm?: LlmProvider | LlmOptions;
   /** Which tagger: `llm` (default when `llm` is set), `keyword` (default otherwise), or your own. */
   tagger?: 'keyword' | 'llm' | Tagger;
   /** Tags you define by their words: `{ database: ['db', 'sql', 'postgres'] }`. Matched by the keyword tagger. */
@@ -354,4 +368,28 @@ export interface MemoryOptions {
   maxTags?: number;
   /** Priorities, TTLs and summary prompts per tag family, first match wins. Default: one rule `*`, priority 5. */
   tagRules?: TagRule[];
+  /** Compact automatically at the soft and hard thresholds. Default true; `memory.compact()` works either way. */
+  compaction?: boolean;
+  /** Which summarizer: `llm` (default when `llm` is set), `extractive` (default otherwise), or your own. */
+  summarizer?: 'extractive' | 'llm' | Summarizer;
+  /** A summary's length as a share of what it summarizes. Default 0.25 (seed 003: 20–30%). */
+  summaryRatio?: number;
+  /** Tokens per summary at most. Default `contextWindow / 20`, from 64 to 256. */
+  summaryTokens?: number;
+  /** Turns per level-1 (segment) summary at most (seed 004's `sum_window`). Default 12. */
+  sumWindow?: number;
+  /** Also compact once this many turns lie past the protected ones, whatever their tokens (seed 004's `n_sum`). Default: off. */
+  nSum?: number | null;
+  /** Summaries of one level rolled up into one of the next (seed 004's `n_sum_sum`). Default 3. */
+  nSumSum?: number;
+  /** The master summary's level (seed 004's `max_sum_lvl`). Default 3. */
+  maxSumLevel?: number;
+  /** Summaries written at once. Default 4. */
+  maxConcurrentSummaries?: number;
+  /** Runs of more tool messages than this (before the current round) are sent compressed. Default 6. */
+  minConsecutiveToolMessages?: number;
+  /** Messages longer than this many characters may be offloaded: sent as a preview and an id. Default 5,120. */
+  largePayloadThreshold?: number;
+  /** Characters of an offloaded message's preview. Default 200. */
+  offloadPreview?: number;
 }

@@ -1,5 +1,5 @@
 import type { Memory } from './engine.js';
-import type { MemoryOptions, OpenAICompatibleOptions } from './types.js';
+import type { LlmOptions, MemoryOptions } from './types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -12,11 +12,12 @@ export interface WorkerStorageOptions {
 }
 
 /** Options that cross into the worker: plain data only (no functions, no driver objects). */
-export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger'> {
+export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer'> {
   tokenizer?: 'gpt-tokenizer' | 'js-tiktoken';
   /** The LLM endpoint as data; the worker makes the client. */
-  llm?: OpenAICompatibleOptions;
+  llm?: LlmOptions;
   tagger?: 'keyword' | 'llm';
+  summarizer?: 'extractive' | 'llm';
   storage?: WorkerStorageOptions;
 }
 

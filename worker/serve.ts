@@ -40,6 +40,16 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
       list: () => ready().aliases.list(),
       suggest: (limit) => ready().aliases.suggest(limit),
     },
+    compact: (conversationId) => ready().compact(conversationId),
+    flush: () => ready().flush(),
+    summaries: (conversationId, filter) => ready().summaries(conversationId, filter),
+    regenerateSummaries: (conversationId, options) => ready().regenerateSummaries(conversationId, options),
+    pin: (conversationId, messageId) => ready().pin(conversationId, messageId),
+    unpin: (conversationId, messageId) => ready().unpin(conversationId, messageId),
+    pins: (conversationId) => ready().pins(conversationId),
+    tools: () => ready().tools(),
+    callTool: (name, args, context) => ready().callTool(name, args, context),
+    costReport: (conversationId) => ready().costReport(conversationId),
     async close() {
       const m = memory;
       memory = undefined;

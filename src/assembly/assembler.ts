@@ -4,7 +4,14 @@ import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../types.js';
 import { quote } from './passages.js';
-import { renderExcerpt, renderMemory, renderTurn } from './render.js';
+import { renderExcerpt, renderMemory, renderSummary, renderTurn } from './render.js';
+import type { Summary } from '../types.js';
+
+/** A summary that may be paged in, with why. */
+export interface SummaryCandidate {
+  summary: Summary;
+  reason: string;
+}
 
 /** A message that may be sent, with what it costs and where it came from. */
 export interface HistoryItem {
@@ -15,6 +22,9 @@ export interface HistoryItem {
   seq: number | null;
   /** Tokens in the request, markup included. */
   tokens: number;
+  /** For a message that stands for several stored turns (a compressed tool run): their ids and seqs. */
+  covers?: string[];
+  coverSeqs?: number[];
 }
 
 export interface AssemblyInput {
@@ -42,6 +52,12 @@ export interface AssemblyInput {
   temporal: boolean;
   /** Finds recall candidates, best first, leaving out the seqs already sent. */
   recall: (exclude: ReadonlySet<number>) => Promise<RecallResult>;
+  /** Whether turns before `history` were compacted (then memory is assembled even when the active history fits). */
+  compacted: boolean;
+  /** Summaries to page in, in priority order (they are shown oldest first). */
+  summaries: readonly SummaryCandidate[];
+  /** The share of the recall budget summaries may take; excerpts get the rest. */
+  summaryShare: number;
 }
 
 const MODULE = 'assembler';
@@ -52,7 +68,7 @@ const EXCERPT_OVERHEAD = 18;
 const HIT_FLOOR = 64;
 
 function ids(items: readonly HistoryItem[]): string[] {
-  return items.flatMap((i) => (i.sourceId === null ? [] : [i.sourceId]));
+  return items.flatMap((i) => i.covers ?? (i.sourceId === null ? [] : [i.sourceId]));
 }
 
 function sum(items: readonly HistoryItem[]): number {
@@ -104,11 +120,13 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   // Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them. Unless the
   // whole conversation fits the target, they get at most half of it (the newest turn always, if it fits at all),
   // so that long recent turns do not crowd out what the question asks about.
-  const whole = input.historyComplete && fixed + sum(history) <= target;
+  const fitsAll = input.historyComplete && fixed + sum(history) <= target;
+  // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall.
+  const whole = fitsAll && !input.compacted;
   let start = history.length;
   let left = available - fixed;
   const protectedFloor = Math.max(0, history.length - input.protectedRecentTurns);
-  const recentCap = whole ? left : Math.floor((target - fixed) / 2);
+  const recentCap = fitsAll ? left : Math.floor((target - fixed) / 2);
   let recentUsed = 0;
   while (start > protectedFloor && history[start - 1]!.tokens <= left && (start === history.length || recentUsed + history[start - 1]!.tokens <= recentCap)) {
     start--;
@@ -124,6 +142,10 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   if (whole) {
     start = 0;
   } else {
+    if (fitsAll) {
+      left -= sum(history.slice(0, start));
+      start = 0;
+    }
     const fullHintCost = input.hint ? blockTokens(tokenizer, input.hint) : 0;
     const hint = input.hint && fullHintCost <= left ? input.hint : '';
     const hintCost = hint ? fullHintCost : 0;
@@ -132,18 +154,30 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const cap = input.wide ? 2 * input.memoryTokens : input.temporal ? Math.floor(1.5 * input.memoryTokens) : input.memoryTokens;
     const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
     const sent = new Set<number>();
-    for (const item of history.slice(start)) if (item.seq !== null) sent.add(item.seq);
+    for (const item of history.slice(start)) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
     const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
     const view = quoter(found.focus ?? new Set(), recallBudget, tokenizer);
-    const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory(['']), view);
+    const shown = chooseSummaries(input.summaries, Math.floor(recallBudget * input.summaryShare), tokenizer);
+    const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory([''], shown.map((c) => c.text)), view);
     // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
     let recallCost = 0;
     for (;;) {
-      recallText = renderMemory(excerpts(picked.turns()));
+      recallText = renderMemory(excerpts(picked.turns()), shown.map((c) => c.text));
       recallCost = recallText === '' ? 0 : input.placement === 'message'
         ? blockTokens(tokenizer, recallText)
         : blockTokens(tokenizer, [hint, recallText].filter(Boolean).join('\n')) - hintCost;
-      if (recallCost <= recallBudget || !picked.undo()) break;
+      if (recallCost <= recallBudget || (!picked.undo() && shown.pop() === undefined)) break;
+    }
+    for (const c of shown) {
+      manifest.push({
+        kind: 'summary', placement: input.placement === 'message' ? 'messages' : 'prependText', sourceIds: [], tokens: c.cost, scores: {},
+        tags: c.candidate.summary.tags, summaryId: c.candidate.summary.id, level: c.candidate.summary.level,
+        covers: { fromSeq: c.candidate.summary.firstSeq, toSeq: c.candidate.summary.lastSeq }, reason: c.candidate.reason,
+      });
+    }
+    for (const c of input.summaries) {
+      if (shown.some((x) => x.candidate === c)) continue;
+      dropped.push({ kind: 'summary', sourceIds: [c.summary.id], tokens: c.summary.tokens, scores: {}, reason: 'budget' });
     }
     prependText = input.placement === 'prependText' ? [hint, recallText].filter(Boolean).join('\n') : hint;
     // As sent: the hint's block (or hint and recall in one block) plus, for 'message', the recall's own message.
@@ -221,6 +255,23 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     manifest,
     dropped,
   };
+}
+
+/**
+ * Summaries within `budget`, taken in priority order, shown oldest first (each counted as rendered, plus its line
+ * break).
+ */
+function chooseSummaries(candidates: readonly SummaryCandidate[], budget: number, tokenizer: Tokenizer): { candidate: SummaryCandidate; text: string; cost: number }[] {
+  const out: { candidate: SummaryCandidate; text: string; cost: number }[] = [];
+  let used = 0;
+  for (const candidate of candidates) {
+    const text = renderSummary(candidate.summary);
+    const cost = tokenizer.count(text) + 1;
+    if (used + cost > budget) continue;
+    used += cost;
+    out.push({ candidate, text, cost });
+  }
+  return out.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
 }
 
 /** How a recalled turn is shown: whole, or (long ones) cut to its passages about the question. */

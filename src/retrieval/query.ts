@@ -36,7 +36,7 @@ const COMMON = 0.2;
 export async function analyzeQuery(c: QueryContext, conversationId: string, text: string, nowMs: number, nowIso: string): Promise<QueryAnalysis> {
   const counts = await c.canonicalizer.counts(conversationId);
   const vocabulary = [...counts.keys()].slice(0, 150);
-  const { result, failures } = await c.index.runChain({ text, kind: 'query', vocabulary, minTags: c.minTags, maxTags: c.maxTags });
+  const { result, failures } = await c.index.runChain({ text, kind: 'query', conversationId, vocabulary, minTags: c.minTags, maxTags: c.maxTags });
   const intent = detectIntent(text, nowMs);
   if (result.broad) intent.broad = true;
   if (result.temporal) intent.temporal = true;

@@ -96,6 +96,72 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `CREATE VIRTUAL TABLE turns_fts_vocab USING fts5vocab(turns_fts, 'row')`,
   ],
+  // 4: compaction (seeds 000, 003, 004). The watermark is the first seq not compacted; summaries of every level and
+  // kind live in one table (segments are level 1; roll-ups and the master summarize summaries; tag summaries roll
+  // one tag's segments up). Pins and the LLM usage ledger are the caller's own records, the rest is derived.
+  [
+    `CREATE TABLE compaction_state (
+      conversation_id TEXT PRIMARY KEY,
+      watermark INTEGER NOT NULL,
+      events INTEGER NOT NULL,
+      updated_at TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    `CREATE TABLE summaries (
+      rowid INTEGER PRIMARY KEY,
+      id TEXT NOT NULL UNIQUE,
+      conversation_id TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('segment', 'rollup', 'master', 'tag')),
+      level INTEGER NOT NULL,
+      tag TEXT,
+      first_seq INTEGER NOT NULL,
+      last_seq INTEGER NOT NULL,
+      first_at TEXT NOT NULL,
+      last_at TEXT NOT NULL,
+      source_ids TEXT NOT NULL,
+      text TEXT NOT NULL,
+      tags TEXT NOT NULL,
+      related TEXT NOT NULL,
+      tokens INTEGER NOT NULL,
+      made_by TEXT NOT NULL,
+      prompt_version INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      parent_id TEXT,
+      stale INTEGER NOT NULL DEFAULT 0
+    )`,
+    `CREATE INDEX summaries_by_level ON summaries (conversation_id, kind, level, first_seq)`,
+    `CREATE INDEX summaries_by_tag ON summaries (conversation_id, tag) WHERE tag IS NOT NULL`,
+    `CREATE TABLE summary_tags (
+      conversation_id TEXT NOT NULL,
+      tag TEXT NOT NULL,
+      summary_rowid INTEGER NOT NULL,
+      PRIMARY KEY (conversation_id, tag, summary_rowid)
+    ) WITHOUT ROWID`,
+    `CREATE VIRTUAL TABLE summaries_fts USING fts5(text, tags, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')`,
+    `CREATE TABLE pins (
+      conversation_id TEXT NOT NULL,
+      turn_id TEXT NOT NULL,
+      pinned_at TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, turn_id)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE turn_recalls (
+      turn_rowid INTEGER PRIMARY KEY,
+      recalls INTEGER NOT NULL,
+      last_ms INTEGER NOT NULL
+    )`,
+    `CREATE TABLE llm_usage (
+      rowid INTEGER PRIMARY KEY,
+      conversation_id TEXT,
+      purpose TEXT NOT NULL,
+      provider TEXT NOT NULL,
+      model TEXT NOT NULL,
+      ok INTEGER NOT NULL,
+      input_tokens INTEGER NOT NULL,
+      output_tokens INTEGER NOT NULL,
+      cost REAL,
+      ms REAL NOT NULL,
+      created_at TEXT NOT NULL
+    )`,
+  ],
 ];
 
 /** The schema version this build writes. */

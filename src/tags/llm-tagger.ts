@@ -65,6 +65,8 @@ export function llmTagger(llm: LlmProvider): Tagger {
         json: true,
         temperature: 0,
         maxTokens: 300,
+        purpose: 'tag',
+        ...(request.conversationId ? { conversationId: request.conversationId } : {}),
         ...(request.signal ? { signal: request.signal } : {}),
       });
       const result = parseTagReply(reply.text);

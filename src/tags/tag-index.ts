@@ -67,7 +67,7 @@ export function createTagIndex(o: TagIndexOptions) {
         const fresh = unit.filter((t) => t.seq > countedTo);
         if (fresh.length === 0) continue;
         const { result, tagger, failures: f } = await runChain({
-          text: unitText(unit), kind: 'unit', vocabulary, minTags: o.minTags, maxTags: o.maxTags,
+          text: unitText(unit), kind: 'unit', conversationId, vocabulary, minTags: o.minTags, maxTags: o.maxTags,
           stats: { turns: turnTotal, termFrequencies: async (ts) => {
             const stored = await o.tags.termFrequencies(conversationId, ts);
             return new Map(ts.map((t) => [t, (stored.get(t) ?? 0) + (terms.get(t) ?? 0)]));

@@ -194,6 +194,26 @@ export function createTagStore(driver: StorageDriver) {
       return out;
     },
 
+    /** Units starting at or after `fromSeq`, in order. */
+    async unitsFrom(conversationId: string, fromSeq: number, limit = 100_000): Promise<{ unitSeq: number; endSeq: number }[]> {
+      const rows = await driver.query<{ unit_seq: number; end_seq: number }>(
+        'SELECT unit_seq, end_seq FROM units WHERE conversation_id = ? AND unit_seq >= ? ORDER BY unit_seq LIMIT ?', [conversationId, fromSeq, limit]);
+      return rows.map((r) => ({ unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq) }));
+    },
+
+    /** Primary (not related) tags of every unit before `beforeSeq`: the universe of the set cover. */
+    async primaryTagsBefore(conversationId: string, beforeSeq: number): Promise<Map<number, string[]>> {
+      const rows = await driver.query<{ unit_seq: number; tag: string }>(
+        'SELECT unit_seq, tag FROM unit_tags INDEXED BY unit_tags_by_unit WHERE conversation_id = ? AND unit_seq < ? AND related = 0', [conversationId, beforeSeq]);
+      const out = new Map<number, string[]>();
+      for (const r of rows) {
+        const list = out.get(Number(r.unit_seq)) ?? [];
+        list.push(r.tag);
+        out.set(Number(r.unit_seq), list);
+      }
+      return out;
+    },
+
     /** Marks tags as used now (a question matched them). */
     async touch(conversationId: string, tags: readonly string[], nowIso: string): Promise<void> {
       if (tags.length === 0) return;

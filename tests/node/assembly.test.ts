@@ -30,12 +30,12 @@ function conversation(r: () => number, turns: number): ChatMessage[] {
 
 describe('the budget is exact and never exceeded', () => {
   it('holds over 60 generated conversations, windows and options (recounted with js-tiktoken)', async () => {
-    const seen = { recall: 0, cut: 0, exceeded: 0, callerHistory: 0 };
+    const seen = { recall: 0, cut: 0, exceeded: 0, callerHistory: 0, summaries: 0 };
     for (let seed = 1; seed <= 60; seed++) {
       const r = rng(seed);
       const contextWindow = 300 + Math.floor(r() * 3000);
       const reserveTokens = Math.floor(r() * contextWindow * 0.3);
-      const options = { contextWindow, reserveTokens, memoryTokens: Math.floor(r() * 800), protectedRecentTurns: Math.floor(r() * 8) };
+      const options = { contextWindow, reserveTokens, memoryTokens: Math.floor(r() * 800), protectedRecentTurns: Math.floor(r() * 8), compaction: seed % 2 === 0 };
       const m = await createMemory(options);
       const history = conversation(r, 10 + Math.floor(r() * 60));
       await m.onTurnComplete({ conversationId: 'c', messages: history });
@@ -49,6 +49,7 @@ describe('the budget is exact and never exceeded', () => {
       if ('code' in ctx) { expect(ctx.code, `seed ${seed}`).toBe('BUDGET_EXCEEDED'); seen.exceeded++; continue; }
       if (ctx.manifest.some((e) => e.kind === 'recall')) seen.recall++;
       if (ctx.dropped.some((e) => e.kind === 'history')) seen.cut++;
+      if (ctx.manifest.some((e) => e.kind === 'summary')) seen.summaries++;
       if (useCallerHistory) seen.callerHistory++;
       const label = `seed ${seed} ${JSON.stringify(options)}`;
       expect(recount(ctx), label).toBe(ctx.budget.total);
@@ -70,7 +71,8 @@ describe('the budget is exact and never exceeded', () => {
     }
     // The generated cases must cover every path, or the invariant above was checked on easy cases only.
     expect(seen.recall).toBeGreaterThan(10);
-    expect(seen.cut).toBeGreaterThan(20);
+    expect(seen.cut).toBeGreaterThan(12);
+    expect(seen.summaries).toBeGreaterThan(5);
     expect(seen.callerHistory).toBeGreaterThan(5);
     console.log('budget property cases:', JSON.stringify(seen));
   });
@@ -78,7 +80,8 @@ describe('the budget is exact and never exceeded', () => {
 
 describe('recall', () => {
   async function longConversation(): Promise<Memory> {
-    const m = await createMemory({ contextWindow: 1200, reserveTokens: 200, memoryTokens: 300, protectedRecentTurns: 4 });
+    // Without compaction: this is about filtered history (compacted history is tested in compaction.test.ts).
+    const m = await createMemory({ contextWindow: 1200, reserveTokens: 200, memoryTokens: 300, protectedRecentTurns: 4, compaction: false });
     const messages: ChatMessage[] = [
       user('We picked Postgres with materialized views for the feed performance problem.', { name: 'Sam' }),
       assistant('Good call: refresh the materialized view every five minutes and index the author column.'),

@@ -1,0 +1,80 @@
+import { EXTRACTIVE_VERSION, extractiveSummarizer } from './compaction/extractive.js';
+import { llmSummarizer } from './compaction/llm-summarizer.js';
+import { PagewiseError } from './errors.js';
+import { describe } from './messages.js';
+import { anthropic } from './llm/anthropic.js';
+import type { Ledger } from './llm/ledger.js';
+import { openaiCompatible } from './llm/openai-compatible.js';
+import type { ResolvedOptions } from './options.js';
+import type { TurnStore } from './store/turn-store.js';
+import type { ChatMessage, LlmProvider, StorageDriver, Summarizer, Tokenizer } from './types.js';
+
+const MODULE = 'engine';
+
+export function checkObject(value: unknown, method: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${method} takes one object argument (got ${describe(value)}).`);
+  }
+  return value as Record<string, unknown>;
+}
+
+export function checkId(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${what} must be a non-empty string (got ${describe(value)}).`);
+  return value;
+}
+
+export async function openStorage(options: ResolvedOptions): Promise<StorageDriver> {
+  if (options.storage === undefined) {
+    const { sqliteWasm } = await import('./storage/sqlite-wasm.js');
+    return sqliteWasm()();
+  }
+  return typeof options.storage === 'function' ? options.storage() : options.storage;
+}
+
+/** The configured LLM, wrapped so every call lands in the usage ledger. */
+export function makeLlm(options: ResolvedOptions, ledger: Ledger): LlmProvider | undefined {
+  const o = options.llm;
+  if (o === undefined) return undefined;
+  if ('complete' in o) return ledger.track(o);
+  return ledger.track(o.provider === 'anthropic' ? anthropic(o) : openaiCompatible(o), o.pricing);
+}
+
+export function makeSummarizer(options: ResolvedOptions, llm: LlmProvider | undefined, tokenizer: () => Promise<Tokenizer>): { summarizer: Summarizer; fallback: Summarizer } {
+  let extractive: Summarizer | undefined;
+  const fallback: Summarizer = {
+    name: 'extractive',
+    version: EXTRACTIVE_VERSION,
+    summarize: async (request) => (extractive ??= extractiveSummarizer(await tokenizer())).summarize(request),
+  };
+  const s = options.summarizer;
+  const summarizer = s === 'extractive' ? fallback : s === 'llm' ? llmSummarizer(llm!) : s;
+  return { summarizer, fallback };
+}
+
+/**
+ * Of the messages after the stored overlap, those not stored yet. A caller id seen before is skipped when the
+ * content is the same and refused (ID_CONFLICT) when it differs, wherever it sits in the list: stored turns are
+ * never rewritten.
+ */
+export async function newTurns(store: TurnStore, conversationId: string, all: ChatMessage[], hashes: string[], from: number): Promise<{ message: ChatMessage; hash: string }[]> {
+  const ids = all.flatMap((m) => (m.id ? [m.id] : []));
+  const known = new Map((await store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
+  const out: { message: ChatMessage; hash: string }[] = [];
+  all.forEach((message, i) => {
+    const hash = hashes[i]!;
+    if (message.id !== undefined) {
+      const seen = known.get(message.id);
+      if (seen !== undefined && seen !== hash) {
+        throw new PagewiseError('ID_CONFLICT', MODULE,
+          `Message id "${message.id}" is already stored with different content. Stored turns are append-only: send an edit as a new message with a new id.`,
+          { path: `messages[${i}].id` });
+      }
+      if (seen !== undefined || i < from) return;
+      known.set(message.id, hash);
+    } else if (i < from) {
+      return;
+    }
+    out.push({ message, hash });
+  });
+  return out;
+}

@@ -1,0 +1,85 @@
+import { PagewiseError } from '../errors.js';
+import type { LlmTransportOptions } from '../types.js';
+
+const MODULE = 'llm';
+
+/** Waits `ms`, or rejects at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) { reject(signal.reason); return; }
+    const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = (): void => { clearTimeout(timer); reject(signal!.reason); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Seconds or an HTTP date in Retry-After, as milliseconds (capped at a minute); null when absent. */
+function retryAfter(res: Response): number | null {
+  const value = res.headers.get('retry-after');
+  if (!value) return null;
+  const seconds = Number(value);
+  const ms = Number.isFinite(seconds) ? seconds * 1000 : Date.parse(value) - Date.now();
+  return Number.isFinite(ms) ? Math.min(60_000, Math.max(0, ms)) : null;
+}
+
+function aborted(signal: AbortSignal | undefined, url: string, cause?: unknown): PagewiseError {
+  return new PagewiseError('ABORTED', MODULE, `The request to ${url} was aborted (${String(signal?.reason ?? 'abort')}).`, { cause });
+}
+
+/**
+ * POSTs JSON and parses the JSON reply, over `fetch` (no SDK). Each attempt has its own timeout; HTTP 429 and 5xx
+ * and network errors are retried with exponential backoff and jitter (Retry-After honoured); other HTTP errors,
+ * malformed replies and aborts fail at once with LLM_ERROR / ABORTED.
+ */
+export async function postJson(url: string, body: unknown, headers: Record<string, string>, transport: LlmTransportOptions, signal?: AbortSignal): Promise<unknown> {
+  const timeoutMs = transport.timeoutMs ?? 20_000;
+  const maxRetries = transport.maxRetries ?? 2;
+  const baseDelay = transport.retryDelayMs ?? 500;
+  let lastError: PagewiseError | undefined;
+  for (let attempt = 0; attempt <= maxRetries; attempt++) {
+    if (signal?.aborted) throw aborted(signal, url);
+    if (attempt > 0) {
+      const wait = lastError && 'retryAfterMs' in lastError ? Number((lastError as { retryAfterMs?: number }).retryAfterMs) : NaN;
+      const backoff = baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
+      try { await sleep(Number.isFinite(wait) ? wait : backoff, signal); } catch (cause) { throw aborted(signal, url, cause); }
+    }
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers, ...transport.headers },
+        body: JSON.stringify(body),
+        signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
+      });
+    } catch (cause) {
+      if (signal?.aborted) throw aborted(signal, url, cause);
+      lastError = new PagewiseError('LLM_ERROR', MODULE, timeout.aborted
+        ? `${url} did not answer within ${timeoutMs} ms (attempt ${attempt + 1} of ${maxRetries + 1}). Raise timeoutMs or check the server.`
+        : `Could not reach ${url} (${(cause as Error).message}). Check baseUrl.`, { cause });
+      continue;
+    }
+    let raw: string;
+    try {
+      raw = await res.text();
+    } catch (cause) {
+      if (signal?.aborted) throw aborted(signal, url, cause);
+      lastError = new PagewiseError('LLM_ERROR', MODULE, `${url} broke off its reply (${(cause as Error).message}).`, { cause });
+      continue;
+    }
+    if (res.status === 429 || res.status >= 500) {
+      lastError = Object.assign(new PagewiseError('LLM_ERROR', MODULE,
+        `${url} answered HTTP ${res.status} after ${attempt + 1} attempt(s): ${raw.slice(0, 200)}`), { status: res.status, retryAfterMs: retryAfter(res) ?? undefined });
+      continue;
+    }
+    if (!res.ok) {
+      throw Object.assign(new PagewiseError('LLM_ERROR', MODULE, `${url} answered HTTP ${res.status}: ${raw.slice(0, 200)}. Check the model name and the API key.`), { status: res.status });
+    }
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch (cause) {
+      throw new PagewiseError('LLM_ERROR', MODULE, `${url} answered with something other than JSON: ${raw.slice(0, 120)}`, { cause });
+    }
+  }
+  throw lastError!;
+}

@@ -1,0 +1,46 @@
+import type { StorageDriver } from '../types.js';
+
+/**
+ * What decides what survives under pressure besides relevance and recency (seed 002): the user's pins and how often
+ * a turn was recalled.
+ */
+export function createImportanceStore(driver: StorageDriver) {
+  return {
+    async pin(conversationId: string, turnId: string, nowIso: string): Promise<void> {
+      await driver.batch([{ sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [conversationId, turnId, nowIso] }]);
+    },
+
+    async unpin(conversationId: string, turnId: string): Promise<boolean> {
+      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM pins WHERE conversation_id = ? AND turn_id = ?', [conversationId, turnId]);
+      await driver.batch([{ sql: 'DELETE FROM pins WHERE conversation_id = ? AND turn_id = ?', params: [conversationId, turnId] }]);
+      return Number(rows[0]?.n ?? 0) > 0;
+    },
+
+    async pinned(conversationId: string): Promise<string[]> {
+      const rows = await driver.query<{ turn_id: string }>('SELECT turn_id FROM pins WHERE conversation_id = ? ORDER BY pinned_at', [conversationId]);
+      return rows.map((r) => r.turn_id);
+    },
+
+    /** Counts one more recall of each turn. */
+    async recalled(conversationId: string, ids: readonly string[], nowMs: number): Promise<void> {
+      if (ids.length === 0) return;
+      await driver.batch([{
+        sql: `INSERT INTO turn_recalls (turn_rowid, recalls, last_ms)
+              SELECT rowid, 1, ? FROM turns WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))
+              ON CONFLICT (turn_rowid) DO UPDATE SET recalls = recalls + 1, last_ms = excluded.last_ms`,
+        params: [nowMs, conversationId, JSON.stringify(ids)],
+      }]);
+    },
+
+    /** How often each turn was recalled (absent: never). */
+    async recallCounts(conversationId: string, ids: readonly string[]): Promise<Map<string, number>> {
+      if (ids.length === 0) return new Map();
+      const rows = await driver.query<{ id: string; recalls: number }>(
+        `SELECT t.id AS id, r.recalls AS recalls FROM turns t JOIN turn_recalls r ON r.turn_rowid = t.rowid
+         WHERE t.conversation_id = ? AND t.id IN (SELECT value FROM json_each(?))`, [conversationId, JSON.stringify(ids)]);
+      return new Map(rows.map((r) => [r.id, Number(r.recalls)]));
+    },
+  };
+}
+
+export type ImportanceStore = ReturnType<typeof createImportanceStore>;
