@@ -388,7 +388,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       return serial(async () => validateConversationId(conversationId)).then(async (id) => {
         await serial(() => index.indexNew(id, new Date().toISOString()));
         const report = await compactor.compact(id, 'manual', serial, abort.signal);
-        await serial(() => ledger.flush());
+        await serial(() => ledger.flush()).catch(() => undefined);
         return report;
       });
     },

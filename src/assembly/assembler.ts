@@ -120,7 +120,10 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   // Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them. Unless the
   // whole conversation fits the target, they get at most half of it (the newest turn always, if it fits at all),
   // so that long recent turns do not crowd out what the question asks about.
-  const fitsAll = input.historyComplete && fixed + sum(history) <= target;
+  const cap = input.wide ? 2 * input.memoryTokens : input.temporal ? Math.floor(1.5 * input.memoryTokens) : input.memoryTokens;
+  // After compaction memory (summaries, recall of the compacted past) keeps its share: the active history is sent
+  // whole only if it fits beside it.
+  const fitsAll = input.historyComplete && fixed + sum(history) + (input.compacted ? cap : 0) <= target;
   // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall.
   const whole = fitsAll && !input.compacted;
   let start = history.length;
@@ -151,7 +154,6 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const hintCost = hint ? fullHintCost : 0;
     left -= hintCost;
     const used = available - left;
-    const cap = input.wide ? 2 * input.memoryTokens : input.temporal ? Math.floor(1.5 * input.memoryTokens) : input.memoryTokens;
     const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
     const sent = new Set<number>();
     for (const item of history.slice(start)) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
@@ -221,7 +223,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     manifest.unshift({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, reason: 'system prefix: always sent' });
   }
   if (keptOlder.length > 0) {
-    manifest.push({ kind: 'history', placement: 'messages', sourceIds: ids(keptOlder), tokens: sum(keptOlder), scores: {}, reason: 'older history: the whole conversation fits the target' });
+    manifest.push({ kind: 'history', placement: 'messages', sourceIds: ids(keptOlder), tokens: sum(keptOlder), scores: {}, reason: input.compacted ? 'active history: everything since the last compaction fits the target' : 'older history: the whole conversation fits the target' });
   }
   if (keptRecent.length > 0) {
     manifest.push({ kind: 'recent', placement: 'messages', sourceIds: ids(keptRecent), tokens: sum(keptRecent), scores: {},

@@ -42,8 +42,9 @@ function simplify(text: string): string {
 function select(text: string, maxTokens: number, focus: ReadonlySet<string>, tokenizer: Tokenizer): string | null {
   const lines = text.split('\n');
   if (lines.length < 4) {
+    // Only worth it when some sentence is about the question; otherwise truncation keeps more context.
     const q = quote(text, focus, maxTokens, tokenizer);
-    return q.partial && tokenizer.count(q.text) <= maxTokens ? q.text : null;
+    return q.partial && [...stemsOf(q.text)].some((w) => focus.has(w)) && tokenizer.count(q.text) <= maxTokens ? q.text : null;
   }
   const score = lines.map((l) => [...stemsOf(l)].filter((s) => focus.has(s)).length);
   const cost = lines.map((l) => tokenizer.count(l) + 1);
