@@ -193,7 +193,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq);
     const master = newest.filter((x) => x.kind === 'master');
     const ordered = [...newest.slice(0, 1).filter((x) => x.kind !== 'master'), ...master, ...newest.slice(1).filter((x) => x.kind !== 'master')];
-    return { share: 1 / 3, candidates: ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` })) };
+    return { share: 0.2, candidates: ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` })) };
   };
 
   const hintFor = async (conversationId: string, tok: Tokenizer): Promise<string> => {

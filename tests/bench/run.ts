@@ -1,5 +1,5 @@
 // npm run bench — replays ../shared/data through the public API and prints recall and latency figures.
-// Options: --only=locomo,longmemeval,synthetic,tokenizers  --window=8192  --reserve=1024
+// Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction  --window=8192  --reserve=1024  --memory=N  --compaction=off
 import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/messages.js';
 import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
@@ -13,8 +13,11 @@ import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic').split(','));
-const options: MemoryOptions = { contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024), ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}) };
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction').split(','));
+const options: MemoryOptions = {
+  contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024),
+  ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}), compaction: args.get('compaction') !== 'off',
+};
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 
 async function timed<T>(list: number[], fn: () => Promise<T>): Promise<T> {
@@ -49,15 +52,18 @@ function ms(list: number[]): string {
   return `p50 ${percentile(list, 50).toFixed(2)} ms, p95 ${percentile(list, 95).toFixed(2)} ms (n=${list.length})`;
 }
 
-async function recallBench(name: string, conversations: BenchConversation[]): Promise<void> {
+async function recallBench(name: string, conversations: BenchConversation[], opts: MemoryOptions = options): Promise<void> {
   const table = new Table();
   const inbound: number[] = [];
   const complete: number[] = [];
   for (const conv of conversations) {
     const driver = await sqliteWasm()();
-    const memory = await createMemory({ ...options, storage: driver });
+    const memory = await createMemory({ ...opts, storage: driver });
     const store = createTurnStore(driver);
-    for (const batch of conv.batches) await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
+    for (const batch of conv.batches) {
+      await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
+      await memory.flush();
+    }
     const turns = await store.range(conv.id, 0, 1_000_000);
     const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer.count(t.text), t)]));
     for (const q of conv.questions) {
@@ -85,7 +91,7 @@ async function recallBench(name: string, conversations: BenchConversation[]): Pr
     await memory.close();
   }
   const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
-  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${options.contextWindow}, reserve ${options.reserveTokens} (baselines at pagewise's token count)`,
+  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'} (baselines at pagewise's token count)`,
     ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
   console.log(`onMessageInbound ${ms(inbound)}`);
   console.log(`onTurnComplete   ${ms(complete)}`);
@@ -141,8 +147,49 @@ async function syntheticBench(): Promise<void> {
   console.log(`onTurnComplete   at 10,000 turns: ${ms(later)}`);
 }
 
+/**
+ * Seed 000's stress setting: long conversations in a 3,000-token window, replayed as a chat (question, then the
+ * stored turn), counting compaction events and the assembled tokens of every request.
+ */
+async function compactionBench(): Promise<void> {
+  const window = { contextWindow: 3000 };
+  const conversations = loadLocomo();
+  const totals: number[] = [];
+  const inbound: number[] = [];
+  const complete: number[] = [];
+  const durations: number[] = [];
+  let events = 0;
+  let hard = 0;
+  let turns = 0;
+  let summaries = 0;
+  for (const conv of conversations) {
+    const memory = await createMemory({ ...window });
+    for (const batch of conv.batches) {
+      const message = batch.find((m) => m.role === 'user') ?? batch[0]!;
+      const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message }));
+      totals.push(ctx.budget.total);
+      const report = await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
+      const done = [...(report.compaction ? [report.compaction] : []), ...await memory.flush()];
+      if (report.compaction) hard++;
+      for (const r of done) { events++; durations.push(r.durationMs); }
+      turns += batch.length;
+    }
+    summaries += (await memory.summaries(conv.id)).length;
+    await memory.close();
+  }
+  const mean = totals.reduce((a, b) => a + b, 0) / totals.length;
+  console.log(`\nCompaction stress (seed 000's setting): LoCoMo ${conversations.length} conversations, ${turns} turns replayed as ${totals.length} requests, contextWindow 3000 (reserve 750)`);
+  console.log(`compaction events ${events} (${hard} hard, ${events - hard} soft), ${summaries} summaries; compaction p50 ${percentile(durations, 50)} ms, p95 ${percentile(durations, 95)} ms`);
+  console.log(`assembled tokens per request: mean ${mean.toFixed(0)}, peak ${Math.max(...totals)} (window 3000, available 2250)`);
+  console.log(`onMessageInbound ${ms(inbound)}`);
+  console.log(`onTurnComplete (with background compaction flushed) ${ms(complete)}`);
+  await recallBench('LoCoMo at contextWindow 3000, compaction on', conversations, { ...window, compaction: true });
+  await recallBench('LoCoMo at contextWindow 3000, compaction off', conversations, { ...window, compaction: false });
+}
+
 console.log(`pagewise bench · node ${process.version} · ${new Date().toISOString()}`);
 if (only.has('tokenizers')) await tokenizerBench();
 if (only.has('locomo')) await recallBench('LoCoMo (dev: 5 conversations)', loadLocomo());
 if (only.has('longmemeval')) await recallBench('LongMemEval_S (dev: 60 questions, one haystack each)', loadLongMemEval());
 if (only.has('synthetic')) await syntheticBench();
+if (only.has('compaction')) await compactionBench();
