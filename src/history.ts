@@ -16,6 +16,13 @@ export interface HistoryView {
   complete: boolean;
 }
 
+/** How many leading messages are system messages: the prefix, always sent and never compacted. */
+export function prefixLength(roles: readonly { role: string }[]): number {
+  let n = 0;
+  while (n < roles.length && roles[n]!.role === 'system') n++;
+  return n;
+}
+
 /** Token counts of stored turns' text, from the cache, counting (and caching) the ones missing. */
 export async function storedTextTokens(store: TurnStore, tokenizer: Tokenizer, turns: readonly TurnRecord[]): Promise<Map<number, number>> {
   const key = countCacheKey(tokenizer);
@@ -42,8 +49,7 @@ function storedItem(t: TurnRecord, textTokens: number): HistoryItem {
  */
 export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number, recent: number, fromSeq = 0): Promise<HistoryView> {
   const head = await store.range(conversationId, 0, 16);
-  let prefixEnd = 0;
-  while (prefixEnd < head.length && head[prefixEnd]!.role === 'system') prefixEnd++;
+  const prefixEnd = prefixLength(head);
   const prefixTurns = head.slice(0, prefixEnd);
   // Turns before the watermark were compacted: summaries and recall stand for them.
   const floor = Math.max(prefixEnd, fromSeq);
@@ -106,8 +112,7 @@ export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, conv
     const stored = m.id ? byId.get(m.id) : byHash.get(hashes[i]!)?.pop();
     items[i] = itemFor(m, stored ?? null, tokenizer);
   }
-  let prefixEnd = 0;
-  while (prefixEnd < items.length && items[prefixEnd]!.message.role === 'system') prefixEnd++;
+  const prefixEnd = prefixLength(items.map((i) => i.message));
   return { prefix: items.slice(0, prefixEnd), history: items.slice(prefixEnd), complete: true };
 }
 

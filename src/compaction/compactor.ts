@@ -1,5 +1,5 @@
 import { PagewiseError } from '../errors.js';
-import { storedTextTokens } from '../history.js';
+import { prefixLength, storedTextTokens } from '../history.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagRules } from '../tags/tag-rules.js';
@@ -70,8 +70,7 @@ export function createCompactor(d: CompactorDeps) {
   const pressure = async (conversationId: string): Promise<Pressure> => {
     const tok = await d.tokenizer();
     const head = await d.turns.range(conversationId, 0, 16);
-    let prefixEnd = 0;
-    while (prefixEnd < head.length && head[prefixEnd]!.role === 'system') prefixEnd++;
+    const prefixEnd = prefixLength(head);
     const state = await d.summaries.state(conversationId);
     const watermark = Math.max(prefixEnd, state?.watermark ?? 0);
     const turnCount = await d.turns.turnCount(conversationId);
