@@ -1,13 +1,15 @@
-import { type SummaryCandidate, assemble } from './assembly/assembler.js';
+import { assemble } from './assembly/assembler.js';
+import { summaryPlan } from './assembly/summary-plan.js';
+import { createBackground } from './background.js';
 import { stemsOf } from './assembly/passages.js';
 import { workingView } from './assembly/working-view.js';
 import { type Atomic, createCompactor } from './compaction/compactor.js';
 import { createSummaryStore } from './compaction/summary-store.js';
-import { checkId, checkObject, makeLlm, makeSummarizer, newTurns, openStorage } from './engine-support.js';
+import { checkObject, makeLlm, makeSummarizer, newTurns, openStorage } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import { type CostReport, createLedger } from './llm/ledger.js';
+import { hierarchyApi } from './engine-hierarchy.js';
 import { createImportanceStore } from './store/importance-store.js';
-import { memoryTools, runTool } from './tools.js';
 import { TOKENS_PER_REQUEST } from './tokens/chat-format.js';
 import { callerHistory, itemFor, storedHistory } from './history.js';
 import { contentHash, describe, messageText, parseNow, validateConversationId, validateMessage } from './messages.js';
@@ -132,20 +134,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     return run;
   };
   const inline: Atomic = (fn) => fn();
-  // Background work (soft-threshold compaction, lazy regeneration): one chain, its storage phases queued with
-  // `serial` between the hooks' operations; summaries are written outside the queue.
-  const abort = new AbortController();
-  let background: Promise<void> = Promise.resolve();
+  const background = createBackground();
   const reports: CompactionReport[] = [];
-  const scheduled = new Set<string>();
-  const later = (key: string, job: () => Promise<void>): void => {
-    if (scheduled.has(key) || closed) return;
-    scheduled.add(key);
-    background = background.then(async () => {
-      scheduled.delete(key);
-      if (!closed) await job();
-    }).catch(() => undefined);
-  };
   const { summarizer, fallback } = makeSummarizer(opts, llm, tokenizer);
   const compactor = createCompactor({
     turns: store, tags: tagStore, summaries: summaryStore, canonicalizer, rules, tokenizer, summarizer, fallback,
@@ -156,44 +146,19 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       summaryTokens: opts.summaryTokens,
     },
   });
-  const compactLater = (conversationId: string, trigger: 'soft' | 'manual'): Promise<CompactionReport | null> => new Promise((resolve) => {
-    later(`compact:${conversationId}`, async () => {
-      const report = await compactor.compact(conversationId, trigger, serial, abort.signal);
+  const compactLater = (conversationId: string): void => {
+    background.later(`compact:${conversationId}`, async () => {
+      const report = await compactor.compact(conversationId, 'soft', serial, background.signal);
       if (report) reports.push(report);
-      await serial(() => ledger.flush()).catch(() => undefined);
-      resolve(report);
-    });
-    // Already scheduled: the queued run covers this request too.
-    void background.then(() => resolve(null));
-  });
-  const regenerateLater = (conversationId: string, stale: readonly Summary[]): void => {
-    later(`regenerate:${conversationId}`, async () => {
-      const fresh = await serial(() => summaryStore.byIds(conversationId, stale.map((x) => x.id)));
-      await compactor.regenerate(conversationId, fresh.filter((x) => x.stale), serial, abort.signal).catch(() => 0);
       await serial(() => ledger.flush()).catch(() => undefined);
     });
   };
-
-  /** Summaries to page in for a question, in priority order, and the share of the recall budget they may take. */
-  const summaryPlan = async (conversationId: string, broad: boolean, temporal: boolean): Promise<{ candidates: SummaryCandidate[]; share: number }> => {
-    const frontier = await summaryStore.frontier(conversationId);
-    if (frontier.length === 0) return { candidates: [], share: 0 };
-    if (broad) {
-      const tags = await summaryStore.tagSummaries(conversationId);
-      return { share: 0.6, candidates: [
-        ...tags.map((x) => ({ summary: x, reason: `broad question: summary of topic "${x.tag}" (set cover of the compacted turns)` })),
-        ...frontier.filter((x) => x.kind === 'master').map((x) => ({ summary: x, reason: 'broad question: master summary of the compacted past' })),
-      ] };
-    }
-    if (temporal) {
-      const segments = await summaryStore.segments(conversationId);
-      return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
-    }
-    // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
-    const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq);
-    const master = newest.filter((x) => x.kind === 'master');
-    const ordered = [...newest.slice(0, 1).filter((x) => x.kind !== 'master'), ...master, ...newest.slice(1).filter((x) => x.kind !== 'master')];
-    return { share: 0.2, candidates: ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` })) };
+  const regenerateLater = (conversationId: string, stale: readonly Summary[]): void => {
+    background.later(`regenerate:${conversationId}`, async () => {
+      const fresh = await serial(() => summaryStore.byIds(conversationId, stale.map((x) => x.id)));
+      await compactor.regenerate(conversationId, fresh.filter((x) => x.stale), serial, background.signal).catch(() => 0);
+      await serial(() => ledger.flush()).catch(() => undefined);
+    });
   };
 
   const hintFor = async (conversationId: string, tok: Tokenizer): Promise<string> => {
@@ -243,7 +208,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           largePayloadThreshold: opts.largePayloadThreshold, offloadPreview: opts.offloadPreview, pinned: new Set(pinned),
           importance: (item, index) => index + 8 * (recalls.get(item.sourceId ?? '') ?? 0), focus: stemsOf(text), tokenizer: tok,
         });
-        const plan = state ? await summaryPlan(conversationId, query.intent.broad, query.intent.temporal) : { candidates: [], share: 0 };
+        const plan = state ? await summaryPlan(summaryStore, conversationId, query.intent.broad, query.intent.temporal) : { candidates: [], share: 0 };
         const assembled = await assemble({
           conversationId,
           tokenizer: tok,
@@ -329,8 +294,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           if (opts.compaction && turns.length > 0) {
             const due = compactor.due(await compactor.pressure(conversationId));
             // Hard: before returning, inside this operation. Soft: in the background, between later operations.
-            if (due === 'hard') compaction = await compactor.compact(conversationId, 'hard', inline, abort.signal);
-            else if (due === 'soft') void compactLater(conversationId, 'soft');
+            if (due === 'hard') compaction = await compactor.compact(conversationId, 'hard', inline, background.signal);
+            else if (due === 'soft') compactLater(conversationId);
           }
         }
         await ledger.flush();
@@ -384,90 +349,13 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       suggest: (limit) => serial(() => canonicalizer.suggest(limit)),
     },
 
-    compact(conversationId) {
-      return serial(async () => validateConversationId(conversationId)).then(async (id) => {
-        await serial(() => index.indexNew(id, new Date().toISOString()));
-        const report = await compactor.compact(id, 'manual', serial, abort.signal);
-        await serial(() => ledger.flush()).catch(() => undefined);
-        return report;
-      });
-    },
-
-    async flush() {
-      let seen: Promise<void>;
-      do {
-        seen = background;
-        await seen;
-      } while (seen !== background);
-      return reports.splice(0);
-    },
-
-    summaries(conversationId, filter = {}) {
-      return serial(async () => {
-        validateConversationId(conversationId);
-        if (filter.kind !== undefined && !['segment', 'rollup', 'master', 'tag'].includes(filter.kind)) {
-          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".');
-        }
-        return (await summaryStore.list(conversationId, filter.kind)).map(({ rowid: _r, ...x }) => x);
-      });
-    },
-
-    regenerateSummaries(conversationId, options = {}) {
-      return serial(async () => {
-        validateConversationId(conversationId);
-        if (options.ids !== undefined && (!Array.isArray(options.ids) || options.ids.some((i) => typeof i !== 'string'))) {
-          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'options.ids must be a list of summary ids (see memory.summaries()).');
-        }
-        const marked = await summaryStore.markStale(conversationId, options.ids ?? null);
-        return marked;
-      }).then(async (marked) => {
-        if (options.lazy) return { regenerated: 0, marked };
-        const targets = await serial(() => summaryStore.list(conversationId));
-        const chosen = targets.filter((x) => x.stale && (options.ids === undefined || options.ids.includes(x.id)));
-        const regenerated = await compactor.regenerate(conversationId, chosen, serial, abort.signal);
-        await serial(() => ledger.flush());
-        return { regenerated, marked };
-      });
-    },
-
-    pin(conversationId, messageId) {
-      return serial(async () => {
-        validateConversationId(conversationId);
-        const id = checkId(messageId, 'messageId');
-        if ((await store.byIds(conversationId, [id])).length === 0) {
-          throw new PagewiseError('NOT_FOUND', MODULE, `No message "${id}" is stored in conversation "${conversationId}"; pin ids from report.storedIds or memory.turns().`);
-        }
-        await importance.pin(conversationId, id, new Date().toISOString());
-      });
-    },
-    unpin: (conversationId, messageId) => serial(async () => importance.unpin(validateConversationId(conversationId), checkId(messageId, 'messageId'))),
-    pins: (conversationId) => serial(async () => importance.pinned(validateConversationId(conversationId))),
-
-    tools: () => Promise.resolve(memoryTools()),
-
-    callTool(name, args, context) {
-      return serial(async () => {
-        const ctx = checkObject(context, 'callTool(name, args, context)');
-        const conversationId = validateConversationId(ctx.conversationId);
-        if (typeof name !== 'string') throw new PagewiseError('UNKNOWN_TOOL', MODULE, `The tool name must be a string (got ${describe(name)}).`);
-        return runTool({ turns: store, tags: tagStore, summaries: summaryStore, tokenizer: await tokenizer() }, conversationId, name, args);
-      });
-    },
-
-    costReport(conversationId) {
-      return serial(async () => {
-        if (conversationId !== undefined) validateConversationId(conversationId);
-        await ledger.flush();
-        return ledger.report(conversationId);
-      });
-    },
+    ...hierarchyApi({ serial, index, compactor, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
 
     async close() {
       if (closed) return;
-      abort.abort(new PagewiseError('ENGINE_CLOSED', MODULE, 'The memory was closed.'));
       const pending = queue;
       closed = true;
-      await background;
+      await background.stop(new PagewiseError('ENGINE_CLOSED', MODULE, 'The memory was closed.'));
       await pending;
       await queue;
       await ledger.flush().catch(() => undefined);

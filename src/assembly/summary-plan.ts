@@ -1,0 +1,27 @@
+import type { SummaryStore } from '../compaction/summary-store.js';
+import type { SummaryCandidate } from './assembler.js';
+
+/**
+ * Summaries to page in for a question, in priority order, and the share of the recall budget they may take: broad
+ * questions get the tag summaries and the master, temporal ones the segments earliest first, others the frontier.
+ */
+export async function summaryPlan(summaries: SummaryStore, conversationId: string, broad: boolean, temporal: boolean): Promise<{ candidates: SummaryCandidate[]; share: number }> {
+  const frontier = await summaries.frontier(conversationId);
+  if (frontier.length === 0) return { candidates: [], share: 0 };
+  if (broad) {
+    const tags = await summaries.tagSummaries(conversationId);
+    return { share: 0.6, candidates: [
+      ...tags.map((x) => ({ summary: x, reason: `broad question: summary of topic "${x.tag}" (set cover of the compacted turns)` })),
+      ...frontier.filter((x) => x.kind === 'master').map((x) => ({ summary: x, reason: 'broad question: master summary of the compacted past' })),
+    ] };
+  }
+  if (temporal) {
+    const segments = await summaries.segments(conversationId);
+    return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
+  }
+  // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
+  const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq);
+  const master = newest.filter((x) => x.kind === 'master');
+  const ordered = [...newest.slice(0, 1).filter((x) => x.kind !== 'master'), ...master, ...newest.slice(1).filter((x) => x.kind !== 'master')];
+  return { share: 0.2, candidates: ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` })) };
+}

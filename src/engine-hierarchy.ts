@@ -1,0 +1,116 @@
+import type { Background } from './background.js';
+import type { Atomic, Compactor } from './compaction/compactor.js';
+import type { SummaryStore } from './compaction/summary-store.js';
+import type { Memory } from './engine.js';
+import { checkId, checkObject } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import type { Ledger } from './llm/ledger.js';
+import { describe, validateConversationId } from './messages.js';
+import type { ImportanceStore } from './store/importance-store.js';
+import type { TurnStore } from './store/turn-store.js';
+import type { TagIndex } from './tags/tag-index.js';
+import type { TagStore } from './tags/tag-store.js';
+import { memoryTools, runTool } from './tools.js';
+import type { CompactionReport, Tokenizer } from './types.js';
+
+const MODULE = 'engine';
+
+export interface HierarchyDeps {
+  /** The engine's queue: one storage operation at a time. */
+  serial: Atomic;
+  index: TagIndex;
+  compactor: Compactor;
+  summaries: SummaryStore;
+  importance: ImportanceStore;
+  ledger: Ledger;
+  turns: TurnStore;
+  tags: TagStore;
+  tokenizer: () => Promise<Tokenizer>;
+  background: Background;
+  /** Reports of background compactions, handed out by flush(). */
+  reports: CompactionReport[];
+}
+
+type HierarchyMethods = Pick<Memory, 'compact' | 'flush' | 'summaries' | 'regenerateSummaries' | 'pin' | 'unpin' | 'pins' | 'tools' | 'callTool' | 'costReport'>;
+
+/** The memory hierarchy's side of the Memory API: compaction by hand, summaries, pins, memory tools, the ledger. */
+export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
+  const { serial, index, compactor, summaries, importance, ledger, tokenizer, background, reports } = d;
+  const store = d.turns;
+  const tagStore = d.tags;
+  return {
+    compact(conversationId) {
+      return serial(async () => validateConversationId(conversationId)).then(async (id) => {
+        await serial(() => index.indexNew(id, new Date().toISOString()));
+        const report = await compactor.compact(id, 'manual', serial, background.signal);
+        await serial(() => ledger.flush()).catch(() => undefined);
+        return report;
+      });
+    },
+
+    async flush() {
+      await background.idle();
+      return reports.splice(0);
+    },
+
+    summaries(conversationId, filter = {}) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        if (filter.kind !== undefined && !['segment', 'rollup', 'master', 'tag'].includes(filter.kind)) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".');
+        }
+        return (await summaries.list(conversationId, filter.kind)).map(({ rowid: _r, ...x }) => x);
+      });
+    },
+
+    regenerateSummaries(conversationId, options = {}) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        if (options.ids !== undefined && (!Array.isArray(options.ids) || options.ids.some((i) => typeof i !== 'string'))) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'options.ids must be a list of summary ids (see memory.summaries()).');
+        }
+        const marked = await summaries.markStale(conversationId, options.ids ?? null);
+        return marked;
+      }).then(async (marked) => {
+        if (options.lazy) return { regenerated: 0, marked };
+        const targets = await serial(() => summaries.list(conversationId));
+        const chosen = targets.filter((x) => x.stale && (options.ids === undefined || options.ids.includes(x.id)));
+        const regenerated = await compactor.regenerate(conversationId, chosen, serial, background.signal);
+        await serial(() => ledger.flush());
+        return { regenerated, marked };
+      });
+    },
+
+    pin(conversationId, messageId) {
+      return serial(async () => {
+        validateConversationId(conversationId);
+        const id = checkId(messageId, 'messageId');
+        if ((await store.byIds(conversationId, [id])).length === 0) {
+          throw new PagewiseError('NOT_FOUND', MODULE, `No message "${id}" is stored in conversation "${conversationId}"; pin ids from report.storedIds or memory.turns().`);
+        }
+        await importance.pin(conversationId, id, new Date().toISOString());
+      });
+    },
+    unpin: (conversationId, messageId) => serial(async () => importance.unpin(validateConversationId(conversationId), checkId(messageId, 'messageId'))),
+    pins: (conversationId) => serial(async () => importance.pinned(validateConversationId(conversationId))),
+
+    tools: () => Promise.resolve(memoryTools()),
+
+    callTool(name, args, context) {
+      return serial(async () => {
+        const ctx = checkObject(context, 'callTool(name, args, context)');
+        const conversationId = validateConversationId(ctx.conversationId);
+        if (typeof name !== 'string') throw new PagewiseError('UNKNOWN_TOOL', MODULE, `The tool name must be a string (got ${describe(name)}).`);
+        return runTool({ turns: store, tags: tagStore, summaries, tokenizer: await tokenizer() }, conversationId, name, args);
+      });
+    },
+
+    costReport(conversationId) {
+      return serial(async () => {
+        if (conversationId !== undefined) validateConversationId(conversationId);
+        await ledger.flush();
+        return ledger.report(conversationId);
+      });
+    },
+  };
+}
