@@ -52,12 +52,13 @@ export function workingView(history: readonly HistoryItem[], o: WorkingViewOptio
   const lastUser = items.map((i) => i.message.role).lastIndexOf('user');
   const roundStart = lastUser < 0 ? items.length : lastUser;
 
-  // (1) Tool runs before the current round.
+  // (1) Tool runs before the current round, oldest first, while the whole is over budget.
   const out: HistoryItem[] = [];
+  let total = sum(items);
   for (let i = 0; i < items.length;) {
     let j = i;
     while (j < roundStart && isToolMessage(items[j]!.message) && !o.pinned.has(items[j]!.sourceId ?? '')) j++;
-    if (j - i > o.minConsecutiveToolMessages && sum(out) + sum(items.slice(i)) > o.budget) {
+    if (j - i > o.minConsecutiveToolMessages && total > o.budget) {
       const run = items.slice(i, j);
       const results = new Map(run.filter((r) => r.message.role === 'tool').map((r) => [r.message.toolCallId, messageText(r.message)]));
       const lines = run.flatMap((r) => (r.message.toolCalls ?? []).map((c) =>
@@ -70,10 +71,13 @@ export function workingView(history: readonly HistoryItem[], o: WorkingViewOptio
       const merged = withText({ message, sourceId: run[0]!.sourceId, seq: run[0]!.seq, tokens: 0, covers: ids, coverSeqs: run.flatMap((r) => (r.seq === null ? [] : [r.seq])) }, message, o.tokenizer);
       for (const id of ids) compressed.set(id, 'tool-run');
       out.push(merged);
+      total += merged.tokens - sum(run);
       i = j;
     } else {
-      out.push(items[i]!);
-      i++;
+      // Not a long run: keep everything up to its end (a run's tail is never longer than the run).
+      const end = Math.max(i + 1, j);
+      out.push(...items.slice(i, end));
+      i = end;
     }
   }
   items = out;
