@@ -1,15 +1,15 @@
-import { type Remote, releaseProxy, wrap } from 'comlink';
+import { type Remote, proxy, releaseProxy, wrap } from 'comlink';
 import { installErrorTransfer } from './_comlink-errors.js';
 import type { AliasApi, Memory } from './engine.js';
 import { PagewiseError } from './errors.js';
-import type { WorkerApi, WorkerMemoryOptions } from './worker-protocol.js';
+import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './worker-protocol.js';
 
 export type { WorkerMemoryOptions, WorkerStorageOptions } from './worker-protocol.js';
 export type { Memory } from './engine.js';
 export { isPagewiseError, PagewiseError } from './errors.js';
 
 /** Options of `connect()`: the engine's options (plain data) plus which worker to run it in. */
-export interface ConnectOptions extends WorkerMemoryOptions {
+export interface ConnectOptions extends WorkerMemoryOptions, WorkerCallbacks {
   /**
    * A worker that called `serveMemory()` from `pagewise/worker`. Default: pagewise's own worker entry, which
    * bundlers that understand `new Worker(new URL(…, import.meta.url))` (Vite, webpack 5) pick up.
@@ -32,7 +32,11 @@ function defaultWorker(): Worker {
  */
 export async function connect(options: ConnectOptions = {}): Promise<Memory> {
   installErrorTransfer();
-  const { worker: given, ...engineOptions } = options;
+  const { worker: given, onEmbeddingProgress, onModelProgress, ...engineOptions } = options;
+  const callbacks: WorkerCallbacks = {
+    ...(onEmbeddingProgress ? { onEmbeddingProgress: proxy(onEmbeddingProgress) } : {}),
+    ...(onModelProgress ? { onModelProgress: proxy(onModelProgress) } : {}),
+  };
   const worker = given ?? defaultWorker();
   const remote: Remote<WorkerApi> = wrap<WorkerApi>(worker);
   const failed = new Promise<never>((_, reject) => {
@@ -45,7 +49,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     worker.terminate();
   };
   try {
-    await Promise.race([remote.open(engineOptions), failed]);
+    await Promise.race([remote.open(engineOptions, callbacks), failed]);
   } catch (error) {
     shutdown();
     throw error;
@@ -79,6 +83,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     tools: () => open(() => remote.tools()),
     callTool: (name, args, context) => open(() => remote.callTool(name, args, context)),
     costReport: (conversationId) => open(() => remote.costReport(conversationId)),
+    embeddingStatus: (conversationId) => open(() => remote.embeddingStatus(conversationId)),
     async close() {
       if (closed) return;
       closed = true;

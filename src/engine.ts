@@ -9,6 +9,7 @@ import { checkObject, makeLlm, makeSummarizer, newTurns, openStorage } from './e
 import { PagewiseError } from './errors.js';
 import { type CostReport, createLedger } from './llm/ledger.js';
 import { hierarchyApi } from './engine-hierarchy.js';
+import { createSemantic, makeEmbedder } from './embed/semantic.js';
 import { createImportanceStore } from './store/importance-store.js';
 import { TOKENS_PER_REQUEST } from './tokens/chat-format.js';
 import { callerHistory, itemFor, storedHistory } from './history.js';
@@ -31,7 +32,7 @@ import { type NewTurn, createTurnStore, publicTurn } from './store/turn-store.js
 import { countCacheKey } from './tokens/chat-format.js';
 import { createTokenizer } from './tokens/tokenizer.js';
 import type {
-  AssembledContext, CompactionReport, ConversationInfo, InboundInput, MemoryOptions, StoredTurn, Summary, Tagger, Tokenizer,
+  AssembledContext, CompactionReport, ConversationInfo, EmbeddingProgress, InboundInput, MemoryOptions, StoredTurn, Summary, Tagger, Tokenizer,
   ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
 
@@ -79,6 +80,8 @@ export interface Memory {
   tools(): Promise<ToolDefinition[]>;
   /** Runs a memory tool the model called; `args` is the call's arguments (JSON string or object). */
   callTool(name: string, args: unknown, context: { conversationId: string }): Promise<ToolResult>;
+  /** How much of a conversation has vectors of the current embedding model, and the embedder's last failure. */
+  embeddingStatus(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }>;
   /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
   costReport(conversationId?: string): Promise<CostReport>;
   /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
@@ -136,6 +139,10 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const inline: Atomic = (fn) => fn();
   const background = createBackground();
   const reports: CompactionReport[] = [];
+  const semantic = createSemantic({
+    driver, embedder: makeEmbedder(opts, opts.onModelProgress), implicit: opts.embedderImplicit, threshold: opts.similarityThreshold,
+    background, serial, onProgress: opts.onEmbeddingProgress,
+  });
   const { summarizer, fallback } = makeSummarizer(opts, llm, tokenizer);
   const compactor = createCompactor({
     turns: store, tags: tagStore, summaries: summaryStore, canonicalizer, rules, tokenizer, summarizer, fallback,
@@ -189,6 +196,9 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           conversationId, text, now, nowIso);
         // Broad questions may use the whole window; temporal ones more memory within the target.
         const wide = query.intent.broad;
+        semantic.touch(conversationId);
+        const meaning = wide ? { vector: null, notes: [] } : await semantic.query(text);
+        const notes = [...meaning.notes];
         const state = await summaryStore.state(conversationId);
         const watermark = state?.watermark ?? 0;
         const view = args.history
@@ -208,7 +218,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           largePayloadThreshold: opts.largePayloadThreshold, offloadPreview: opts.offloadPreview, pinned: new Set(pinned),
           importance: (item, index) => index + 8 * (recalls.get(item.sourceId ?? '') ?? 0), focus: stemsOf(text), tokenizer: tok,
         });
-        const plan = state ? await summaryPlan(summaryStore, conversationId, query.intent.broad, query.intent.temporal) : { candidates: [], share: 0 };
+        const similar = state && meaning.vector ? await semantic.searchSummaries(conversationId, meaning.vector, 4) : [];
+        const plan = state ? await summaryPlan(summaryStore, conversationId, query.intent.broad, query.intent.temporal, similar) : { candidates: [], share: 0 };
         const assembled = await assemble({
           conversationId,
           tokenizer: tok,
@@ -235,9 +246,14 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
             }));
             for (const p of pins) excluded.add(p.unitSeq);
             if (query.intent.broad) return { blocks: [...pins, ...await sampleBroad({ turns: store, tags: tagStore }, conversationId, excluded, RECALL_HITS * 2)], expired: [] };
+            const limit = query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS;
+            const vector = meaning.vector
+              ? (await semantic.searchTurns(conversationId, meaning.vector, limit * 3, { exclude: excluded, window: query.intent.window ?? undefined }))
+                .map((h) => ({ seq: h.ref, score: h.score }))
+              : undefined;
             const found = await recall({ turns: store, tags: tagStore }, {
               conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
-              exclude: excluded, limit: query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS, rules, nowMs: now,
+              exclude: excluded, limit, rules, nowMs: now, vector,
             });
             return { ...found, blocks: [...pins, ...found.blocks] };
           },
@@ -253,7 +269,9 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         if (stale.length > 0) regenerateLater(conversationId, stale);
         await importance.recalled(conversationId, assembled.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds), now);
         await tagStore.touch(conversationId, query.matchedTags, nowIso);
-        return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal };
+        const waiting = meaning.vector ? await semantic.unembedded(conversationId) : 0;
+        if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
+        return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, ...(notes.length > 0 ? { notes } : {}) };
       });
     },
 
@@ -288,6 +306,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         let compaction: CompactionReport | null = null;
         if ((await store.turnCount(conversationId)) > 0) {
           await index.indexNew(conversationId, now.toISOString());
+          if (turns.length > 0) semantic.schedule(conversationId);
           // Refreshed here, after the response, so that the next question does not wait for it.
           await hintFor(conversationId, tok);
           warmDateParser();
@@ -347,6 +366,10 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       remove: (alias) => serial(() => canonicalizer.remove(String(alias))),
       list: () => serial(() => canonicalizer.list()),
       suggest: (limit) => serial(() => canonicalizer.suggest(limit)),
+    },
+
+    embeddingStatus(conversationId) {
+      return serial(async () => semantic.status(validateConversationId(conversationId)));
     },
 
     ...hierarchyApi({ serial, index, compactor, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),

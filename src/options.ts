@@ -1,5 +1,6 @@
 import { PagewiseError } from './errors.js';
 import { encodingForModel } from './tokens/tokenizer.js';
+import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
 import type { EncodingName, LlmOptions, LlmProvider, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from './types.js';
 
 /** Options with every default filled in and every value checked. */
@@ -37,13 +38,19 @@ export interface ResolvedOptions {
   minConsecutiveToolMessages: number;
   largePayloadThreshold: number;
   offloadPreview: number;
+  /** null: none. `implicit` when it is the USE-Lite default nobody asked for (a missing package is then quiet). */
+  embedder: Exclude<EmbedderOptions, false> | null;
+  embedderImplicit: boolean;
+  similarityThreshold: number | undefined;
+  onEmbeddingProgress: ((progress: EmbeddingProgress) => void) | undefined;
+  onModelProgress: ((progress: ModelProgress) => void) | undefined;
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
   'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'minConsecutiveToolMessages',
-  'largePayloadThreshold', 'offloadPreview']);
+  'largePayloadThreshold', 'offloadPreview', 'embedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -145,9 +152,34 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   if (summarizer === 'llm' && !llm) bad('summarizer', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "extractive".');
   if (options.compaction !== undefined && typeof options.compaction !== 'boolean') bad('compaction', 'must be true or false.');
   const summaryRatio = ratio(options.summaryRatio, 'summaryRatio', 0.25);
+  const embedder = options.embedder;
+  if (embedder !== undefined && embedder !== false) {
+    const e = embedder as { provider?: unknown; embed?: unknown; modelId?: unknown; dimensions?: unknown; model?: unknown; baseUrl?: unknown };
+    const ok = typeof embedder === 'object' && embedder !== null && (
+      (typeof e.embed === 'function' && typeof e.modelId === 'string' && e.modelId !== '' && Number.isInteger(e.dimensions) && Number(e.dimensions) > 0)
+      || e.provider === 'use-lite'
+      || (e.provider === 'transformers' && typeof e.model === 'string' && e.model !== '')
+      || (e.provider === 'openai-compatible' && typeof e.model === 'string' && e.model !== '' && typeof e.baseUrl === 'string' && /^https?:\/\//.test(e.baseUrl)));
+    if (!ok) {
+      bad('embedder', 'must be false, an Embedder ({ modelId, dimensions, maxBatchSize, embed(texts) }), { provider: "use-lite" }, '
+        + '{ provider: "transformers", model } or { provider: "openai-compatible", baseUrl: "http(s)://…/v1", model, apiKey? }.');
+    }
+  }
+  const similarityThreshold = options.similarityThreshold;
+  if (similarityThreshold !== undefined && (typeof similarityThreshold !== 'number' || !(similarityThreshold >= -1 && similarityThreshold <= 1))) {
+    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.25 for USE-Lite (got ${String(similarityThreshold)}).`);
+  }
+  for (const name of ['onEmbeddingProgress', 'onModelProgress'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function.');
+  }
   const nSum = options.nSum === undefined || options.nSum === null ? null : int(options.nSum, 'nSum', 1, 1);
   return {
     compaction: options.compaction ?? true,
+    embedder: embedder === false ? null : embedder ?? { provider: 'use-lite' },
+    embedderImplicit: embedder === undefined,
+    similarityThreshold,
+    onEmbeddingProgress: options.onEmbeddingProgress,
+    onModelProgress: options.onModelProgress,
     summarizer,
     summaryRatio,
     summaryTokens: int(options.summaryTokens, 'summaryTokens', 16, Math.max(64, Math.min(256, Math.floor(contextWindow / 20)))),

@@ -6,9 +6,11 @@
 
 import type { LlmOptions, LlmProvider, Summarizer, TagRule, Tagger } from './seams.js';
 import type { CompactionReport } from './types-compaction.js';
+import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
 
 export type * from './seams.js';
 export type * from './types-compaction.js';
+export type * from './types-embed.js';
 
 /** A value that is either ready now or later: OPFS SQLite and Durable Object SQL are synchronous, others are not. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -169,6 +171,8 @@ export interface ScoreParts {
   speaker?: boolean;
   /** The block lies in the time window the question refers to (or at the position it names). */
   time?: boolean;
+  /** Cosine similarity of the block's best hit to the question (embedding search), when above the threshold. */
+  vector?: number;
   /** Reciprocal rank fusion of the ranked lists above (Σ 1/(60 + rank)). */
   fusion?: number;
   /** Recency factor applied to the fused score (1 = newest). */
@@ -242,6 +246,11 @@ export interface AssembledContext {
   broad: boolean;
   /** Whether the message refers to a position in time ("at the beginning"). */
   temporal: boolean;
+  /**
+   * Why a retrieval signal was missing, e.g. the embedder failed to load (retrieval then uses tags + BM25), or how
+   * many stored turns were not embedded yet. Absent when all went as configured.
+   */
+  notes?: string[];
 }
 
 /** A conversation as listed by `memory.conversations()`. */
@@ -392,4 +401,15 @@ export interface MemoryOptions {
   largePayloadThreshold?: number;
   /** Characters of an offloaded message's preview. Default 200. */
   offloadPreview?: number;
+  /**
+   * The embedding model for meaning-based recall. Default: Universal Sentence Encoder Lite when its optional
+   * packages are installed (offline, lazily loaded), else none. `false` turns embeddings off.
+   */
+  embedder?: EmbedderOptions;
+  /** Cosine similarity at which a vector hit counts. Default: the embedder's calibrated threshold (USE-Lite 0.25). */
+  similarityThreshold?: number;
+  /** Called as the background queue embeds a conversation's turns and summaries. */
+  onEmbeddingProgress?: (progress: EmbeddingProgress) => void;
+  /** Called while the embedding model loads. */
+  onModelProgress?: (progress: ModelProgress) => void;
 }

@@ -1,5 +1,5 @@
 import type { Memory } from './engine.js';
-import type { LlmOptions, MemoryOptions } from './types.js';
+import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RemoteEmbeddingOptions, TransformersOptions, UseLiteOptions } from './types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -12,16 +12,24 @@ export interface WorkerStorageOptions {
 }
 
 /** Options that cross into the worker: plain data only (no functions, no driver objects). */
-export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer'> {
+export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer' | 'embedder' | 'onEmbeddingProgress' | 'onModelProgress'> {
   tokenizer?: 'gpt-tokenizer' | 'js-tiktoken';
   /** The LLM endpoint as data; the worker makes the client. */
   llm?: LlmOptions;
   tagger?: 'keyword' | 'llm';
   summarizer?: 'extractive' | 'llm';
   storage?: WorkerStorageOptions;
+  /** The embedder as data; the worker loads it. */
+  embedder?: UseLiteOptions | TransformersOptions | RemoteEmbeddingOptions | false;
+}
+
+/** Progress callbacks, passed to the worker as Comlink proxies. */
+export interface WorkerCallbacks {
+  onEmbeddingProgress?: (progress: EmbeddingProgress) => void;
+  onModelProgress?: (progress: ModelProgress) => void;
 }
 
 /** What the worker exposes over Comlink: `open` once, then the Memory methods. */
 export interface WorkerApi extends Memory {
-  open(options: WorkerMemoryOptions): Promise<void>;
+  open(options: WorkerMemoryOptions, callbacks?: WorkerCallbacks): Promise<void>;
 }

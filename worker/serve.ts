@@ -4,7 +4,7 @@ import { type Memory, createMemory } from '../src/engine.js';
 import { PagewiseError } from '../src/errors.js';
 import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
 import type { StorageOption } from '../src/types.js';
-import type { WorkerApi, WorkerMemoryOptions } from '../src/worker-protocol.js';
+import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/worker-protocol.js';
 
 /**
  * Serves the engine from inside a dedicated worker, on OPFS by default. Call it once in your worker module;
@@ -24,10 +24,17 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
     return memory;
   };
   const api: WorkerApi = {
-    async open(options: WorkerMemoryOptions) {
+    async open(options: WorkerMemoryOptions, callbacks: WorkerCallbacks = {}) {
       if (memory) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
       const { storage, ...rest } = options ?? {};
-      memory = await createMemory({ ...rest, storage: overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage }) });
+      // Callbacks are Comlink proxies: fire and forget (a page that went away must not stall the engine).
+      const { onEmbeddingProgress, onModelProgress } = callbacks ?? {};
+      memory = await createMemory({
+        ...rest,
+        storage: overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage }),
+        ...(onEmbeddingProgress ? { onEmbeddingProgress: (p) => { void Promise.resolve(onEmbeddingProgress(p)).catch(() => undefined); } } : {}),
+        ...(onModelProgress ? { onModelProgress: (p) => { void Promise.resolve(onModelProgress(p)).catch(() => undefined); } } : {}),
+      });
     },
     onMessageInbound: (input) => ready().onMessageInbound(input),
     onTurnComplete: (input) => ready().onTurnComplete(input),
@@ -50,6 +57,7 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
     tools: () => ready().tools(),
     callTool: (name, args, context) => ready().callTool(name, args, context),
     costReport: (conversationId) => ready().costReport(conversationId),
+    embeddingStatus: (conversationId) => ready().embeddingStatus(conversationId),
     async close() {
       const m = memory;
       memory = undefined;

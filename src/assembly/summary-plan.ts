@@ -1,11 +1,14 @@
 import type { SummaryStore } from '../compaction/summary-store.js';
+import type { VectorHit } from '../embed/vector-index.js';
 import type { SummaryCandidate } from './assembler.js';
 
 /**
  * Summaries to page in for a question, in priority order, and the share of the recall budget they may take: broad
  * questions get the tag summaries and the master, temporal ones the segments earliest first, others the frontier.
  */
-export async function summaryPlan(summaries: SummaryStore, conversationId: string, broad: boolean, temporal: boolean): Promise<{ candidates: SummaryCandidate[]; share: number }> {
+export async function summaryPlan(
+  summaries: SummaryStore, conversationId: string, broad: boolean, temporal: boolean, similar: readonly VectorHit[] = [],
+): Promise<{ candidates: SummaryCandidate[]; share: number }> {
   const frontier = await summaries.frontier(conversationId);
   if (frontier.length === 0) return { candidates: [], share: 0 };
   if (broad) {
@@ -19,9 +22,13 @@ export async function summaryPlan(summaries: SummaryStore, conversationId: strin
     const segments = await summaries.segments(conversationId);
     return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
   }
+  // Summaries similar in meaning to the question come first, alone (a summary brings no neighbours).
+  const score = new Map(similar.map((h) => [h.ref, h.score]));
+  const close = score.size > 0 ? (await summaries.list(conversationId)).filter((x) => score.has(x.rowid)).sort((a, b) => score.get(b.rowid)! - score.get(a.rowid)!) : [];
+  const first = close.map((x) => ({ summary: x, reason: `summary similar in meaning (cosine ${score.get(x.rowid)!.toFixed(2)}) of turns ${x.firstSeq}-${x.lastSeq}` }));
   // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
-  const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq);
+  const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq).filter((x) => !score.has(x.rowid));
   const master = newest.filter((x) => x.kind === 'master');
   const ordered = [...newest.slice(0, 1).filter((x) => x.kind !== 'master'), ...master, ...newest.slice(1).filter((x) => x.kind !== 'master')];
-  return { share: 0.2, candidates: ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` })) };
+  return { share: 0.2, candidates: [...first, ...ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` }))] };
 }

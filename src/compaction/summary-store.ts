@@ -66,6 +66,7 @@ function removeSummary(id: string): Statement[] {
   return [
     { sql: 'DELETE FROM summaries_fts WHERE rowid = (SELECT rowid FROM summaries WHERE id = ?)', params: [id] },
     { sql: 'DELETE FROM summary_tags WHERE summary_rowid = (SELECT rowid FROM summaries WHERE id = ?)', params: [id] },
+    { sql: "DELETE FROM embeddings WHERE conversation_id = (SELECT conversation_id FROM summaries WHERE id = ?) AND kind = 'summary' AND ref = (SELECT rowid FROM summaries WHERE id = ?)", params: [id, id] },
     { sql: 'DELETE FROM summaries WHERE id = ?', params: [id] },
   ];
 }
@@ -161,6 +162,8 @@ export function createSummaryStore(driver: StorageDriver) {
       const all = [...tags, ...related];
       await driver.batch([
         { sql: 'DELETE FROM summaries_fts WHERE rowid = ?', params: [s.rowid] },
+        // The text changed: its vector is re-embedded by the background queue.
+        { sql: "DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'summary' AND ref = ?", params: [s.conversationId, s.rowid] },
         { sql: 'UPDATE summaries SET text = ?, tokens = ?, made_by = ?, prompt_version = ?, tags = ?, related = ?, stale = 0 WHERE rowid = ?',
           params: [text, tokens, madeBy, version, JSON.stringify(tags), JSON.stringify(related), s.rowid] },
         { sql: 'INSERT INTO summaries_fts (rowid, text, tags) VALUES (?, ?, ?)', params: [s.rowid, text, all.join(' ')] },

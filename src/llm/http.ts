@@ -29,9 +29,12 @@ function aborted(signal: AbortSignal | undefined, url: string, cause?: unknown):
 /**
  * POSTs JSON and parses the JSON reply, over `fetch` (no SDK). Each attempt has its own timeout; HTTP 429 and 5xx
  * and network errors are retried with exponential backoff and jitter (Retry-After honoured); other HTTP errors,
- * malformed replies and aborts fail at once with LLM_ERROR / ABORTED.
+ * malformed replies and aborts fail at once with `code` (LLM_ERROR, or EMBEDDING_ERROR for embedding endpoints) / ABORTED.
  */
-export async function postJson(url: string, body: unknown, headers: Record<string, string>, transport: LlmTransportOptions, signal?: AbortSignal): Promise<unknown> {
+export async function postJson(
+  url: string, body: unknown, headers: Record<string, string>, transport: LlmTransportOptions, signal?: AbortSignal,
+  code: 'LLM_ERROR' | 'EMBEDDING_ERROR' = 'LLM_ERROR',
+): Promise<unknown> {
   const timeoutMs = transport.timeoutMs ?? 20_000;
   const maxRetries = transport.maxRetries ?? 2;
   const baseDelay = transport.retryDelayMs ?? 500;
@@ -54,7 +57,7 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
       });
     } catch (cause) {
       if (signal?.aborted) throw aborted(signal, url, cause);
-      lastError = new PagewiseError('LLM_ERROR', MODULE, timeout.aborted
+      lastError = new PagewiseError(code, MODULE, timeout.aborted
         ? `${url} did not answer within ${timeoutMs} ms (attempt ${attempt + 1} of ${maxRetries + 1}). Raise timeoutMs or check the server.`
         : `Could not reach ${url} (${(cause as Error).message}). Check baseUrl.`, { cause });
       continue;
@@ -64,21 +67,21 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
       raw = await res.text();
     } catch (cause) {
       if (signal?.aborted) throw aborted(signal, url, cause);
-      lastError = new PagewiseError('LLM_ERROR', MODULE, `${url} broke off its reply (${(cause as Error).message}).`, { cause });
+      lastError = new PagewiseError(code, MODULE, `${url} broke off its reply (${(cause as Error).message}).`, { cause });
       continue;
     }
     if (res.status === 429 || res.status >= 500) {
-      lastError = Object.assign(new PagewiseError('LLM_ERROR', MODULE,
+      lastError = Object.assign(new PagewiseError(code, MODULE,
         `${url} answered HTTP ${res.status} after ${attempt + 1} attempt(s): ${raw.slice(0, 200)}`), { status: res.status, retryAfterMs: retryAfter(res) ?? undefined });
       continue;
     }
     if (!res.ok) {
-      throw Object.assign(new PagewiseError('LLM_ERROR', MODULE, `${url} answered HTTP ${res.status}: ${raw.slice(0, 200)}. Check the model name and the API key.`), { status: res.status });
+      throw Object.assign(new PagewiseError(code, MODULE, `${url} answered HTTP ${res.status}: ${raw.slice(0, 200)}. Check the model name and the API key.`), { status: res.status });
     }
     try {
       return JSON.parse(raw) as unknown;
     } catch (cause) {
-      throw new PagewiseError('LLM_ERROR', MODULE, `${url} answered with something other than JSON: ${raw.slice(0, 120)}`, { cause });
+      throw new PagewiseError(code, MODULE, `${url} answered with something other than JSON: ${raw.slice(0, 120)}`, { cause });
     }
   }
   throw lastError!;

@@ -38,6 +38,8 @@ export interface RecallQuery {
   limit: number;
   rules: TagRules;
   nowMs: number;
+  /** Turns similar in meaning (embedding search, above the threshold), best first. */
+  vector?: ReadonlyArray<{ seq: number; score: number }>;
 }
 
 export interface RecallResult {
@@ -55,6 +57,9 @@ interface Stores {
 
 // Reciprocal rank fusion's constant for the BM25 list.
 const BM25_K = 10;
+
+// Reciprocal rank fusion's constant for the embedding list.
+const VECTOR_K = 10;
 
 // Units expanded into blocks beyond the `limit` wanted.
 const EXTRA = 8;
@@ -114,6 +119,20 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   // BM25's head is sharper than the tags' (whose ties fall back to recency): measured best at k = 10 on both benches.
   lists.push({ name: 'bm25', units: bm25Units, k: BM25_K });
 
+  const vectorScore = new Map<number, number>();
+  if (q.vector && q.vector.length > 0) {
+    const hits = q.vector.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
+    const vUnits = await stores.tags.unitOf(q.conversationId, hits.map((h) => h.seq));
+    const ordered: number[] = [];
+    for (const h of hits) {
+      const u = vUnits.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
+      unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
+      addHit(u.unitSeq, h.seq);
+      if (!vectorScore.has(u.unitSeq)) { vectorScore.set(u.unitSeq, h.score); ordered.push(u.unitSeq); }
+    }
+    lists.push({ name: 'vector', units: ordered, k: VECTOR_K });
+  }
+
   // Time: the span the question names, or the position it points at, over what the other signals found.
   const inWindow = new Set<number>();
   if (q.intent.window) {
@@ -126,7 +145,7 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
       inWindow.add(u.unitSeq);
     }
   }
-  const found = [...new Set([...tagRows.map((r) => r.unitSeq), ...bm25Units])];
+  const found = [...new Set([...tagRows.map((r) => r.unitSeq), ...bm25Units, ...vectorScore.keys()])];
   if (q.intent.window) {
     const topical = found.filter((u) => inWindow.has(u));
     lists.push({ name: 'time', units: [...topical, ...[...inWindow].filter((u) => !topical.includes(u))].slice(0, over) });
@@ -197,6 +216,8 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     if (ts) scores.tagIdf = round(ts.score);
     const b = bm25Score.get(f.unit);
     if (b !== undefined) scores.bm25 = round(b);
+    const v = vectorScore.get(f.unit);
+    if (v !== undefined) scores.vector = round(v);
     if (f.lists.includes('speaker')) scores.speaker = true;
     if (f.lists.includes('time')) scores.time = true;
     const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
@@ -242,6 +263,7 @@ function reasonFor(lists: readonly string[], matched: readonly string[]): string
   const parts: string[] = [];
   if (lists.includes('tags')) parts.push(`tags ${matched.slice(0, 4).join(', ')}`);
   if (lists.includes('bm25')) parts.push('keywords (BM25)');
+  if (lists.includes('vector')) parts.push('meaning (embedding)');
   if (lists.includes('speaker')) parts.push('the speaker named');
   if (lists.includes('time')) parts.push('the time asked about');
   return `matched ${parts.join(' + ')}`;

@@ -162,6 +162,21 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       created_at TEXT NOT NULL
     )`,
   ],
+  // 5: embeddings of turns (ref = seq) and summaries (ref = summary rowid), per model: int8 with a scale, so a
+  // 512-d vector takes 512 bytes. Another model's vectors are kept apart (and removed once the new model has caught up).
+  [
+    `CREATE TABLE embeddings (
+      conversation_id TEXT NOT NULL,
+      model_id TEXT NOT NULL,
+      kind TEXT NOT NULL CHECK (kind IN ('turn', 'summary')),
+      ref INTEGER NOT NULL,
+      created_ms INTEGER NOT NULL,
+      scale REAL NOT NULL,
+      vector BLOB NOT NULL,
+      PRIMARY KEY (conversation_id, model_id, kind, ref)
+    ) WITHOUT ROWID`,
+    `CREATE INDEX embeddings_by_ref ON embeddings (conversation_id, kind, ref)`,
+  ],
 ];
 
 /** The schema version this build writes. */

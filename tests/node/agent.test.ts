@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { compressText } from '../../src/assembly/compress.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
-import { createMemory, type Memory } from '../../src/index.js';
+import { type Memory } from '../../src/index.js';
 import type { ChatMessage } from '../../src/types.js';
-import { assistant, recount, user } from './helpers.js';
+import { assistant, createMemory, recount, user } from './helpers.js';
 
 let memory: Memory | undefined;
 afterEach(async () => { await memory?.close(); memory = undefined; });

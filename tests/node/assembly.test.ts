@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemory, type Memory } from '../../src/index.js';
+import { type Memory } from '../../src/index.js';
 import type { ChatMessage } from '../../src/types.js';
-import { assistant, recount, rng, user } from './helpers.js';
+import { assistant, createMemory, recount, rng, user } from './helpers.js';
 
 let memory: Memory | undefined;
 afterEach(async () => { await memory?.close(); memory = undefined; });

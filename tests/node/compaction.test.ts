@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemory, type Memory } from '../../src/index.js';
+import { type Memory } from '../../src/index.js';
 import { setCover, segment } from '../../src/compaction/segmenter.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import type { ChatMessage, StorageDriver, Summarizer, SummaryRequest } from '../../src/types.js';
-import { assistant, recount, user } from './helpers.js';
+import { assistant, createMemory, recount, user } from './helpers.js';
 
 let memory: Memory | undefined;
 afterEach(async () => { await memory?.close(); memory = undefined; });

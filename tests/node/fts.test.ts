@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemory, type Memory } from '../../src/index.js';
+import { type Memory } from '../../src/index.js';
 import { ftsStem } from '../../src/retrieval/fts-query.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import { user } from './helpers.js';
+import { createMemory, user } from './helpers.js';
 
 let memory: Memory | undefined;
 afterEach(async () => { await memory?.close(); memory = undefined; });

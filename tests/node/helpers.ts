@@ -1,7 +1,14 @@
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k from 'js-tiktoken/ranks/o200k_base';
 import { messageText } from '../../src/messages.js';
-import type { AssembledContext, ChatMessage } from '../../src/types.js';
+import { createMemory as create } from '../../src/index.js';
+import type { AssembledContext, ChatMessage, MemoryOptions } from '../../src/types.js';
+
+/**
+ * The engine without embeddings, for tests about budgets, storage, compaction and keyword retrieval (the default
+ * embedder loads USE-Lite and embeds every stored turn). Retrieval tests with the real encoder: embeddings.test.ts.
+ */
+export const createMemory = (options: MemoryOptions = {}) => create({ embedder: false, ...options });
 
 // An independent count, with the other tokenizer package, to check the engine's own accounting.
 const reference = new Tiktoken(o200k);

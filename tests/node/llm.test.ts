@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { anthropic, createMemory, openaiCompatible, type Memory } from '../../src/index.js';
+import { anthropic, openaiCompatible, type Memory } from '../../src/index.js';
 import type { ChatMessage } from '../../src/types.js';
-import { assistant, user } from './helpers.js';
+import { assistant, createMemory, user } from './helpers.js';
 
 /** One scripted reply: status, raw body, delay. Requests beyond the script get `fallback`. */
 interface Reply { status?: number; body?: string; delayMs?: number; headers?: Record<string, string> }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMemory, type Memory } from '../../src/index.js';
+import { type Memory } from '../../src/index.js';
 import { storedOverlap } from '../../src/store/reconcile.js';
-import { assistant, user } from './helpers.js';
+import { assistant, createMemory, user } from './helpers.js';
 
 let memory: Memory;
 beforeEach(async () => { memory = await createMemory(); });

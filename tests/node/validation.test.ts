@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createMemory, type Memory } from '../../src/index.js';
-import { assistant, user } from './helpers.js';
+import { type Memory } from '../../src/index.js';
+import { assistant, createMemory, user } from './helpers.js';
 
 let memory: Memory;
 beforeEach(async () => {

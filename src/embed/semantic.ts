@@ -1,0 +1,180 @@
+import type { Background } from '../background.js';
+import { isPagewiseError } from '../errors.js';
+import type { Embedder, EmbeddingProgress, ModelProgress } from '../types-embed.js';
+import type { ResolvedOptions } from '../options.js';
+import type { StorageDriver } from '../types.js';
+import { remoteEmbedder } from './remote.js';
+import { transformersEmbedder } from './transformers.js';
+import { useLiteEmbedder } from './use-lite.js';
+import { type SearchFilter, type VectorHit, type VectorIndex, createVectorIndex } from './vector-index.js';
+import { type PendingText, createVectorStore, normalize } from './vector-store.js';
+
+type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
+
+// Batches per background job before it yields to other background work (compaction) and requeues itself.
+const BATCHES_PER_JOB = 4;
+
+/** The embedder the options name (or null). */
+export function makeEmbedder(opts: ResolvedOptions, onModel?: (p: ModelProgress) => void): Embedder | null {
+  const e = opts.embedder;
+  if (!e) return null;
+  if ('embed' in e && typeof e.embed === 'function') return e;
+  const config = e as Exclude<typeof e, Embedder>;
+  if (config.provider === 'use-lite') return useLiteEmbedder(config, onModel);
+  if (config.provider === 'transformers') return transformersEmbedder(config, onModel);
+  return remoteEmbedder(config);
+}
+
+export interface QueryVector {
+  vector: Float32Array | null;
+  notes: string[];
+}
+
+/**
+ * Meaning-based memory: embeds stored turns and summaries in the background (batched, resumable: what is missing
+ * is read from SQLite), embeds the question on the request path, and searches each conversation's vectors exactly.
+ * Any embedder failure becomes a note; retrieval goes on with tags and BM25.
+ */
+export function createSemantic(deps: {
+  driver: StorageDriver;
+  embedder: Embedder | null;
+  /** True when nobody asked for the default embedder: a missing optional package is then expected. */
+  implicit: boolean;
+  threshold: number | undefined;
+  background: Background;
+  serial: Serial;
+  onProgress?: (p: EmbeddingProgress) => void;
+}) {
+  const { embedder, background, serial } = deps;
+  const store = createVectorStore(deps.driver);
+  const turnIndexes = new Map<string, Promise<VectorIndex>>();
+  const checked = new Set<string>();
+  // A model that failed to load stays off for this engine (a load is costly); other failures are retried.
+  let loadFailure: string | null = null;
+  let lastFailure: string | null = null;
+
+  const describeFailure = (cause: unknown): string => (isPagewiseError(cause) ? cause.message : `embedding failed: ${String((cause as Error)?.message ?? cause)}`);
+
+  const turnIndex = (conversationId: string): Promise<VectorIndex> => {
+    let p = turnIndexes.get(conversationId);
+    if (!p) {
+      p = (async () => {
+        const index = createVectorIndex(embedder!.dimensions);
+        index.add(await store.load(conversationId, embedder!.modelId, 'turn'));
+        return index;
+      })();
+      turnIndexes.set(conversationId, p);
+      p.catch(() => turnIndexes.delete(conversationId));
+    }
+    return p;
+  };
+
+  const threshold = (): number => deps.threshold ?? embedder?.threshold ?? 0.3;
+
+  const job = (conversationId: string) => async (): Promise<void> => {
+    if (!embedder || loadFailure) return;
+    for (let b = 0; b < BATCHES_PER_JOB; b++) {
+      if (background.signal.aborted) return;
+      const batch: PendingText[] = await serial(() => store.pending(conversationId, embedder.modelId, embedder.maxBatchSize));
+      if (batch.length === 0) {
+        await serial(() => store.dropOtherModels(conversationId, embedder.modelId));
+        return;
+      }
+      let vectors: Float32Array[];
+      try {
+        vectors = await embedder.embed(batch.map((p) => p.text), background.signal);
+        lastFailure = null;
+      } catch (cause) {
+        if (background.signal.aborted) return;
+        lastFailure = describeFailure(cause);
+        if (!(await loaded())) loadFailure = lastFailure;
+        return;
+      }
+      const items = batch.map((item, i) => ({ item, vector: normalize(vectors[i]!) }));
+      const saved = await serial(() => store.save(conversationId, embedder.modelId, items));
+      const index = turnIndexes.get(conversationId);
+      if (index) (await index).add(saved);
+      if (deps.onProgress) {
+        const c = await serial(() => store.counts(conversationId, embedder.modelId));
+        deps.onProgress({ conversationId, modelId: embedder.modelId, ...c });
+      }
+    }
+    schedule(conversationId);
+  };
+
+  let modelReady = false;
+  const loaded = async (): Promise<boolean> => {
+    if (modelReady) return true;
+    try {
+      await embedder!.load?.();
+      modelReady = true;
+    } catch {
+      return false;
+    }
+    return true;
+  };
+
+  function schedule(conversationId: string): void {
+    if (!embedder || loadFailure) return;
+    background.later(`embed:${conversationId}`, job(conversationId));
+  }
+
+  return {
+    enabled: embedder !== null,
+    modelId: embedder?.modelId ?? null,
+
+    /** After new turns (or on first sight of a conversation: resumes what a reload interrupted). */
+    schedule,
+    touch(conversationId: string): void {
+      if (checked.has(conversationId)) return;
+      checked.add(conversationId);
+      schedule(conversationId);
+    },
+
+    /** The question's vector, or null with a note saying why (no embedder, load failure, endpoint down). */
+    async query(text: string, signal?: AbortSignal): Promise<QueryVector> {
+      if (!embedder) return { vector: null, notes: [] };
+      if (loadFailure) return { vector: null, notes: [`embeddings off: ${loadFailure}`] };
+      try {
+        const [v] = await embedder.embed([text.slice(0, 2000)], signal);
+        modelReady = true;
+        return { vector: normalize(v!), notes: [] };
+      } catch (cause) {
+        const why = describeFailure(cause);
+        if (!(await loaded())) loadFailure = why;
+        if (deps.implicit && loadFailure) return { vector: null, notes: [`embeddings off (the default embedder is not available): ${why}`] };
+        return { vector: null, notes: [`embeddings skipped for this request, retrieval used tags + BM25: ${why}`] };
+      }
+    },
+
+    /** Turns most similar to `vector`, above the threshold, filters applied first. Call inside an engine operation. */
+    async searchTurns(conversationId: string, vector: Float32Array, limit: number, filter?: SearchFilter): Promise<VectorHit[]> {
+      const index = await turnIndex(conversationId);
+      return index.search(vector, limit, threshold(), filter);
+    },
+
+    /** Summaries most similar to `vector`, above the threshold (few per conversation: read from SQLite each time). */
+    async searchSummaries(conversationId: string, vector: Float32Array, limit: number): Promise<VectorHit[]> {
+      if (!embedder) return [];
+      const index = createVectorIndex(embedder.dimensions);
+      index.add(await store.load(conversationId, embedder.modelId, 'summary'));
+      return index.search(vector, limit, threshold());
+    },
+
+    /** How much of a conversation is embedded, and the last failure. */
+    async status(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }> {
+      const c = embedder ? await store.counts(conversationId, embedder.modelId) : { total: 0, embedded: 0 };
+      return { conversationId, modelId: embedder?.modelId ?? '', ...c, lastError: loadFailure ?? lastFailure };
+    },
+
+    /** Whether any turn waits for its vector (a note for the manifest while an import is being embedded). */
+    async unembedded(conversationId: string): Promise<number> {
+      if (!embedder || loadFailure) return 0;
+      const index = await turnIndex(conversationId);
+      const rows = await deps.driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+      return Math.max(0, Number(rows[0]?.n ?? 0) - index.size);
+    },
+  };
+}
+
+export type Semantic = ReturnType<typeof createSemantic>;

@@ -1,0 +1,77 @@
+import type { StoredVector } from './vector-store.js';
+
+export interface VectorHit {
+  ref: number;
+  score: number;
+}
+
+export interface SearchFilter {
+  /** Refs left out (turns already in the context). */
+  exclude?: ReadonlySet<number>;
+  /** Only vectors whose time lies in [fromMs, toMs]. */
+  window?: { fromMs: number; toMs: number };
+}
+
+/**
+ * One conversation's vectors in memory (int8, contiguous) for exact cosine search: filters first, then a dot
+ * product per vector, then the top `limit` above `threshold`. Appended as the background queue embeds.
+ */
+export function createVectorIndex(dimensions: number) {
+  let capacity = 0;
+  let count = 0;
+  let data = new Int8Array(0);
+  let scales = new Float32Array(0);
+  let refs = new Int32Array(0);
+  let times = new Float64Array(0);
+  const position = new Map<number, number>();
+
+  const grow = (need: number) => {
+    if (need <= capacity) return;
+    capacity = Math.max(need, capacity * 2, 64);
+    const d = new Int8Array(capacity * dimensions); d.set(data); data = d;
+    const s = new Float32Array(capacity); s.set(scales); scales = s;
+    const r = new Int32Array(capacity); r.set(refs); refs = r;
+    const t = new Float64Array(capacity); t.set(times); times = t;
+  };
+
+  return {
+    get size() { return count; },
+
+    add(vectors: readonly StoredVector[]): void {
+      grow(count + vectors.length);
+      for (const v of vectors) {
+        if (v.vector.length !== dimensions) continue;
+        const at = position.get(v.ref) ?? count++;
+        position.set(v.ref, at);
+        data.set(v.vector, at * dimensions);
+        scales[at] = v.scale;
+        refs[at] = v.ref;
+        times[at] = v.createdMs;
+      }
+    },
+
+    search(query: Float32Array, limit: number, threshold: number, filter: SearchFilter = {}): VectorHit[] {
+      const hits: VectorHit[] = [];
+      let floor = threshold;
+      const d = dimensions;
+      for (let i = 0; i < count; i++) {
+        if (filter.exclude?.has(refs[i]!)) continue;
+        if (filter.window && (times[i]! < filter.window.fromMs || times[i]! > filter.window.toMs)) continue;
+        let dot = 0;
+        const base = i * d;
+        for (let j = 0; j < d; j++) dot += query[j]! * data[base + j]!;
+        const score = dot * scales[i]!;
+        if (score < floor) continue;
+        hits.push({ ref: refs[i]!, score });
+        if (hits.length >= limit * 4) {
+          hits.sort((a, b) => b.score - a.score);
+          hits.length = limit;
+          floor = hits[limit - 1]!.score;
+        }
+      }
+      return hits.sort((a, b) => b.score - a.score || b.ref - a.ref).slice(0, limit);
+    },
+  };
+}
+
+export type VectorIndex = ReturnType<typeof createVectorIndex>;
