@@ -1,6 +1,7 @@
 /// <reference types="vitest/config" />
 import { resolve } from 'node:path';
 import { defineConfig, type Plugin } from 'vite';
+import { pagewiseAssets } from './src/vite.js';
 
 // `/` has no page of its own: send people to the demo (dev server and preview alike).
 const toDemo = (req: { url?: string }, res: { statusCode: number; setHeader(k: string, v: string): void; end(): void }, next: () => void) => {
@@ -18,7 +19,7 @@ const demoAtRoot: Plugin = {
 export default defineConfig({
   // A missing file must be a real 404, not index.html.
   appType: 'mpa',
-  plugins: [demoAtRoot],
+  plugins: [demoAtRoot, pagewiseAssets()],
   // sqlite-wasm finds its .wasm next to its own module: pre-bundling would move it.
   optimizeDeps: { exclude: ['@sqlite.org/sqlite-wasm'] },
   worker: { format: 'es' },

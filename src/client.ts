@@ -33,10 +33,7 @@ function defaultWorker(): Worker {
 export async function connect(options: ConnectOptions = {}): Promise<Memory> {
   installErrorTransfer();
   const { worker: given, onEmbeddingProgress, onModelProgress, ...engineOptions } = options;
-  const callbacks: WorkerCallbacks = {
-    ...(onEmbeddingProgress ? { onEmbeddingProgress: proxy(onEmbeddingProgress) } : {}),
-    ...(onModelProgress ? { onModelProgress: proxy(onModelProgress) } : {}),
-  };
+
   const worker = given ?? defaultWorker();
   const remote: Remote<WorkerApi> = wrap<WorkerApi>(worker);
   const failed = new Promise<never>((_, reject) => {
@@ -49,7 +46,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     worker.terminate();
   };
   try {
-    await Promise.race([remote.open(engineOptions, callbacks), failed]);
+    await Promise.race([remote.open(engineOptions, onEmbeddingProgress && proxy(onEmbeddingProgress), onModelProgress && proxy(onModelProgress)), failed]);
   } catch (error) {
     shutdown();
     throw error;

@@ -31,5 +31,6 @@ export interface WorkerCallbacks {
 
 /** What the worker exposes over Comlink: `open` once, then the Memory methods. */
 export interface WorkerApi extends Memory {
-  open(options: WorkerMemoryOptions, callbacks?: WorkerCallbacks): Promise<void>;
+  /** Callbacks are separate arguments: Comlink proxies only top-level arguments. */
+  open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']): Promise<void>;
 }

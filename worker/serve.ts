@@ -24,11 +24,10 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
     return memory;
   };
   const api: WorkerApi = {
-    async open(options: WorkerMemoryOptions, callbacks: WorkerCallbacks = {}) {
+    async open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']) {
       if (memory) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
       const { storage, ...rest } = options ?? {};
       // Callbacks are Comlink proxies: fire and forget (a page that went away must not stall the engine).
-      const { onEmbeddingProgress, onModelProgress } = callbacks ?? {};
       memory = await createMemory({
         ...rest,
         storage: overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage }),

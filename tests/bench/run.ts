@@ -1,5 +1,6 @@
 // npm run bench — replays ../shared/data through the public API and prints recall and latency figures.
-// Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction  --window=8192  --reserve=1024  --memory=N  --compaction=off
+// Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction,embedding  --window=8192  --reserve=1024  --memory=N
+//          --compaction=off  --embed=off (default: USE-Lite, vectors cached on disk between runs)
 import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/messages.js';
 import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
@@ -9,14 +10,18 @@ import { messageTokens } from '../../src/tokens/chat-format.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import type { ChatMessage, MemoryOptions } from '../../src/types.js';
 import type { TurnRecord } from '../../src/store/turn-store.js';
+import { cachedUseLite } from './cached-embedder.js';
+import { embeddingBench } from './embedding.js';
 import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction').split(','));
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,embedding').split(','));
+const embedder = args.get('embed') === 'off' ? false : cachedUseLite();
 const options: MemoryOptions = {
   contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024),
   ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}), compaction: args.get('compaction') !== 'off',
+  embedder, ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
 };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 
@@ -64,6 +69,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
       await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
       await memory.flush();
     }
+    if (embedder) embedder.save();
     const turns = await store.range(conv.id, 0, 1_000_000);
     const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer.count(t.text), t)]));
     for (const q of conv.questions) {
@@ -91,7 +97,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
     await memory.close();
   }
   const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
-  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'} (baselines at pagewise's token count)`,
+  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : 'USE-Lite'} (baselines at pagewise's token count)`,
     ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
   console.log(`onMessageInbound ${ms(inbound)}`);
   console.log(`onTurnComplete   ${ms(complete)}`);
@@ -119,7 +125,7 @@ async function syntheticBench(): Promise<void> {
   const topics = ['database indexing', 'marathon training', 'tenant rights', 'sourdough baking', 'kubernetes upgrades', 'tax filing', 'guitar practice', 'garden planning', 'travel to Japan', 'react hooks'];
   const complete: number[] = [];
   const driver = await sqliteWasm()();
-  const memory = await createMemory({ ...options, storage: driver });
+  const memory = await createMemory({ ...options, embedder: false, storage: driver });
   let seed = 7;
   const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
   const t0 = performance.now();
@@ -141,7 +147,7 @@ async function syntheticBench(): Promise<void> {
     await timed(later, () => memory.onTurnComplete({ conversationId: 'synthetic', messages: [message, { role: 'assistant', content: `About ${topic}: see item ${i * 7}.` }] }));
   }
   await memory.close();
-  console.log(`\nSynthetic conversation: 10,000 turns ingested as 5,000 pairs in ${ingest.toFixed(1)} s`);
+  console.log(`\nSynthetic conversation: 10,000 turns ingested as 5,000 pairs in ${ingest.toFixed(1)} s (embeddings off here: see the embedding section)`);
   console.log(`onTurnComplete   ${ms(complete)}`);
   console.log(`onMessageInbound at 10,000 turns, window ${options.contextWindow}, each followed by onTurnComplete: ${ms(inbound)}`);
   console.log(`onTurnComplete   at 10,000 turns: ${ms(later)}`);
@@ -152,7 +158,7 @@ async function syntheticBench(): Promise<void> {
  * stored turn), counting compaction events and the assembled tokens of every request.
  */
 async function compactionBench(): Promise<void> {
-  const window = { contextWindow: 3000 };
+  const window = { contextWindow: 3000, embedder: options.embedder };
   const conversations = loadLocomo();
   const totals: number[] = [];
   const inbound: number[] = [];
@@ -193,3 +199,4 @@ if (only.has('locomo')) await recallBench('LoCoMo (dev: 5 conversations)', loadL
 if (only.has('longmemeval')) await recallBench('LongMemEval_S (dev: 60 questions, one haystack each)', loadLongMemEval());
 if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
+if (only.has('embedding')) await embeddingBench();

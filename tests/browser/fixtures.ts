@@ -7,6 +7,7 @@ export function harness(page: Page) {
   return {
     open: (options: object = {}) => page.evaluate((o) => (globalThis as any).harness.open(o), options) as Promise<Outcome>,
     call: (method: string, ...args: unknown[]) => page.evaluate(([m, a]) => (globalThis as any).harness.call(m, ...(a as unknown[])), [method, args] as const) as Promise<Outcome>,
+    progress: () => page.evaluate(() => (globalThis as any).harness.progress()) as Promise<Array<Record<string, unknown>>>,
     close: () => page.evaluate(() => (globalThis as any).harness.close()) as Promise<Outcome>,
     wipe: (dirs: string[]) => page.evaluate((d) => (globalThis as any).harness.wipe(d), dirs),
     opfsEntries: () => page.evaluate(() => (globalThis as any).harness.opfsEntries()) as Promise<string[]>,

@@ -5,6 +5,7 @@ import { connect, type ConnectOptions, type Memory } from '../../../src/client.j
 type Outcome = { value?: unknown; error?: { name: string; code?: string; path?: string; message: string } };
 
 let memory: Memory | undefined;
+const progress: object[] = [];
 
 async function settle(fn: () => Promise<unknown>): Promise<Outcome> {
   try {
@@ -16,7 +17,17 @@ async function settle(fn: () => Promise<unknown>): Promise<Outcome> {
 }
 
 const harness = {
-  open: (options: ConnectOptions = {}) => settle(async () => { memory = await connect(options); return true; }),
+  open: (options: ConnectOptions & { collectProgress?: boolean } = {}) => settle(async () => {
+    const { collectProgress, ...rest } = options;
+    // Progress callbacks cannot come through page.evaluate: the harness collects them for the test to read.
+    if (collectProgress) {
+      rest.onModelProgress = (p) => { progress.push({ type: 'model', ...p }); };
+      rest.onEmbeddingProgress = (p) => { progress.push({ type: 'embedding', ...p }); };
+    }
+    memory = await connect(rest);
+    return true;
+  }),
+  progress: () => progress,
   call: (method: keyof Memory, ...args: unknown[]) => settle(async () => {
     if (!memory) throw new Error('harness: open() first');
     return (memory[method] as (...a: unknown[]) => Promise<unknown>)(...args);
