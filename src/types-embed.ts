@@ -16,6 +16,8 @@ export interface Embedder {
    */
   readonly threshold?: number;
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]>;
+  /** The question's vector, when a model embeds queries differently (e5's `query: ` prefix). Default: `embed`. */
+  embedQuery?(text: string, signal?: AbortSignal): Promise<Float32Array>;
   /** Loads the model ahead of the first `embed` (optional). */
   load?(onProgress?: (progress: ModelProgress) => void): Promise<void>;
 }

@@ -11,6 +11,8 @@ import type { Summary } from '../types.js';
 export interface SummaryCandidate {
   summary: Summary;
   reason: string;
+  /** Continuity only (not chosen for the question): takes what the excerpts leave of the recall budget. */
+  leftover?: boolean;
 }
 
 /** A message that may be sent, with what it costs and where it came from. */
@@ -159,8 +161,14 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     for (const item of history.slice(start)) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
     const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
     const view = quoter(found.focus ?? new Set(), recallBudget, tokenizer);
-    const shown = chooseSummaries(input.summaries, Math.floor(recallBudget * input.summaryShare), tokenizer);
+    const shown = chooseSummaries(input.summaries.filter((c) => !c.leftover), Math.floor(recallBudget * input.summaryShare), tokenizer);
     const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory([''], shown.map((c) => c.text)), view);
+    const extra = input.summaries.filter((c) => c.leftover);
+    if (extra.length > 0) {
+      const spent = blockTokens(tokenizer, renderMemory(excerpts(picked.turns()), shown.map((c) => c.text)));
+      shown.push(...chooseSummaries(extra, Math.min(recallBudget - spent, Math.floor(recallBudget * input.summaryShare)), tokenizer));
+      shown.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
+    }
     // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
     let recallCost = 0;
     for (;;) {

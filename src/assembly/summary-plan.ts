@@ -30,5 +30,6 @@ export async function summaryPlan(
   const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq).filter((x) => !score.has(x.rowid));
   const master = newest.filter((x) => x.kind === 'master');
   const ordered = [...newest.slice(0, 1).filter((x) => x.kind !== 'master'), ...master, ...newest.slice(1).filter((x) => x.kind !== 'master')];
-  return { share: 0.2, candidates: [...first, ...ordered.map((x) => ({ summary: x, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq}` }))] };
+  // The frontier is there for continuity: it gets what the excerpts leave (the question's evidence comes first).
+  return { share: 0.2, candidates: [...first, ...ordered.map((x) => ({ summary: x, leftover: true, reason: `level-${x.level} summary of compacted turns ${x.firstSeq}-${x.lastSeq} (continuity, in the room the excerpts left)` }))] };
 }

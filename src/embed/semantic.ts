@@ -136,7 +136,7 @@ export function createSemantic(deps: {
       if (!embedder) return { vector: null, notes: [] };
       if (loadFailure) return { vector: null, notes: [`embeddings off: ${loadFailure}`] };
       try {
-        const [v] = await embedder.embed([text.slice(0, 2000)], signal);
+        const v = embedder.embedQuery ? await embedder.embedQuery(text.slice(0, 2000), signal) : (await embedder.embed([text.slice(0, 2000)], signal))[0];
         modelReady = true;
         return { vector: normalize(v!), notes: [] };
       } catch (cause) {

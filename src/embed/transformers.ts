@@ -55,17 +55,22 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
     maxBatchSize: options.maxBatchSize ?? 16,
     threshold: options.threshold ?? 0.3,
     async load() { await load(); },
+    async embedQuery(text, signal) {
+      return (await run([(options.queryPrefix ?? '') + text], signal))[0]!;
+    },
     async embed(texts, signal) {
+      return run(texts.map((t) => (options.passagePrefix ?? '') + t), signal);
+    },
+  };
+  async function run(prefixed: string[], signal?: AbortSignal): Promise<Float32Array[]> {
       const pipe = await load();
       if (signal?.aborted) throw signal.reason;
-      if (texts.length === 0) return [];
-      const prefixed = options.passagePrefix ? texts.map((t) => options.passagePrefix + t) : [...texts];
+      if (prefixed.length === 0) return [];
       const out = await pipe(prefixed, { pooling: 'mean', normalize: true });
       const d = out.dims[out.dims.length - 1]!;
       if (dimensions === 0) dimensions = d;
-      const vectors = texts.map((_, i) => out.data.slice(i * d, (i + 1) * d));
+      const vectors = prefixed.map((_, i) => out.data.slice(i * d, (i + 1) * d));
       out.dispose?.();
       return vectors;
-    },
-  };
+  }
 }

@@ -39,7 +39,8 @@ describe('the budget is exact and never exceeded', () => {
       const m = await createMemory(options);
       const history = conversation(r, 10 + Math.floor(r() * 60));
       await m.onTurnComplete({ conversationId: 'c', messages: history });
-      const message = user(sentence(r, 1, 30) + ' ' + (history[Math.floor(r() * history.length)]!.content ?? ''));
+      // Every fourth question is broad (tag summaries paged in when compacted); the others quote the conversation.
+      const message = user(seed % 4 === 0 ? 'Summarize everything we discussed so far.' : sentence(r, 1, 30) + ' ' + (history[Math.floor(r() * history.length)]!.content ?? ''));
       const useCallerHistory = r() < 0.3;
       const input = useCallerHistory
         ? { conversationId: 'c', message, history: [{ role: 'system' as const, content: 'You are helpful.' }, ...history] }
