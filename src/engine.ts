@@ -269,7 +269,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         if (stale.length > 0) regenerateLater(conversationId, stale);
         await importance.recalled(conversationId, assembled.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds), now);
         await tagStore.touch(conversationId, query.matchedTags, nowIso);
-        const waiting = meaning.vector ? await semantic.unembedded(conversationId) : 0;
+        const waiting = meaning.vector ? await semantic.unembedded(conversationId, await store.turnCount(conversationId)) : 0;
         if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
         return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, ...(notes.length > 0 ? { notes } : {}) };
       });

@@ -11,6 +11,9 @@ import { type PendingText, createVectorStore, normalize } from './vector-store.j
 
 type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
 
+// Conversations whose vectors are held in memory at once.
+const MAX_INDEXES = 8;
+
 // Batches per background job before it yields to other background work (compaction) and requeues itself.
 const BATCHES_PER_JOB = 4;
 
@@ -65,6 +68,8 @@ export function createSemantic(deps: {
       })();
       turnIndexes.set(conversationId, p);
       p.catch(() => turnIndexes.delete(conversationId));
+      // The few most recently used conversations stay in memory (a 10,000-turn one takes 5 MB at 512-d).
+      if (turnIndexes.size > MAX_INDEXES) turnIndexes.delete(turnIndexes.keys().next().value!);
     }
     return p;
   };
@@ -168,11 +173,9 @@ export function createSemantic(deps: {
     },
 
     /** Whether any turn waits for its vector (a note for the manifest while an import is being embedded). */
-    async unembedded(conversationId: string): Promise<number> {
+    async unembedded(conversationId: string, turns: number): Promise<number> {
       if (!embedder || loadFailure) return 0;
-      const index = await turnIndex(conversationId);
-      const rows = await deps.driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
-      return Math.max(0, Number(rows[0]?.n ?? 0) - index.size);
+      return Math.max(0, turns - (await turnIndex(conversationId)).size);
     },
   };
 }

@@ -17,6 +17,8 @@ export interface SearchFilter {
  * product per vector, then the top `limit` above `threshold`. Appended as the background queue embeds.
  */
 export function createVectorIndex(dimensions: number) {
+  // 0: learned from the first vector (remote embedders know their width only after the first reply).
+  let dims = dimensions;
   let capacity = 0;
   let count = 0;
   let data = new Int8Array(0);
@@ -28,7 +30,7 @@ export function createVectorIndex(dimensions: number) {
   const grow = (need: number) => {
     if (need <= capacity) return;
     capacity = Math.max(need, capacity * 2, 64);
-    const d = new Int8Array(capacity * dimensions); d.set(data); data = d;
+    const d = new Int8Array(capacity * dims); d.set(data); data = d;
     const s = new Float32Array(capacity); s.set(scales); scales = s;
     const r = new Int32Array(capacity); r.set(refs); refs = r;
     const t = new Float64Array(capacity); t.set(times); times = t;
@@ -38,12 +40,13 @@ export function createVectorIndex(dimensions: number) {
     get size() { return count; },
 
     add(vectors: readonly StoredVector[]): void {
+      if (dims === 0 && vectors.length > 0) dims = vectors[0]!.vector.length;
       grow(count + vectors.length);
       for (const v of vectors) {
-        if (v.vector.length !== dimensions) continue;
+        if (v.vector.length !== dims) continue;
         const at = position.get(v.ref) ?? count++;
         position.set(v.ref, at);
-        data.set(v.vector, at * dimensions);
+        data.set(v.vector, at * dims);
         scales[at] = v.scale;
         refs[at] = v.ref;
         times[at] = v.createdMs;
@@ -53,7 +56,8 @@ export function createVectorIndex(dimensions: number) {
     search(query: Float32Array, limit: number, threshold: number, filter: SearchFilter = {}): VectorHit[] {
       const hits: VectorHit[] = [];
       let floor = threshold;
-      const d = dimensions;
+      const d = dims;
+      if (query.length !== d) return [];
       for (let i = 0; i < count; i++) {
         if (filter.exclude?.has(refs[i]!)) continue;
         if (filter.window && (times[i]! < filter.window.fromMs || times[i]! > filter.window.toMs)) continue;

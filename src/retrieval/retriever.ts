@@ -96,6 +96,20 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     hitSeqs.set(unit, set);
   };
 
+  // Turn-level hits (BM25, vectors) as a unit-level list: a unit ranks by its best turn.
+  const byUnit = async (hits: ReadonlyArray<{ seq: number; score: number }>) => {
+    const units = await stores.tags.unitOf(q.conversationId, hits.map((h) => h.seq));
+    const score = new Map<number, number>();
+    const ordered: number[] = [];
+    for (const h of hits) {
+      const u = units.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
+      unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
+      addHit(u.unitSeq, h.seq);
+      if (!score.has(u.unitSeq)) { score.set(u.unitSeq, h.score); ordered.push(u.unitSeq); }
+    }
+    return { score, ordered };
+  };
+
   const tagRows = await stores.tags.matchUnits(q.conversationId, q.tagWeights, over);
   const tagScore = new Map<number, { score: number; tags: string[] }>();
   for (const r of tagRows) {
@@ -107,29 +121,15 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   const match = ftsMatch(q.terms);
   const bm25Rows = match ? await stores.turns.search(q.conversationId, match, over + q.exclude.size) : [];
   const bm25 = bm25Rows.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
-  const units = await stores.tags.unitOf(q.conversationId, bm25.map((h) => h.seq));
-  const bm25Score = new Map<number, number>();
-  const bm25Units: number[] = [];
-  for (const h of bm25) {
-    const u = units.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
-    unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
-    addHit(u.unitSeq, h.seq);
-    if (!bm25Score.has(u.unitSeq)) { bm25Score.set(u.unitSeq, h.score); bm25Units.push(u.unitSeq); }
-  }
+  const { score: bm25Score, ordered: bm25Units } = await byUnit(bm25);
   // BM25's head is sharper than the tags' (whose ties fall back to recency): measured best at k = 10 on both benches.
   lists.push({ name: 'bm25', units: bm25Units, k: BM25_K });
 
   const vectorScore = new Map<number, number>();
   if (q.vector && q.vector.length > 0) {
     const hits = q.vector.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
-    const vUnits = await stores.tags.unitOf(q.conversationId, hits.map((h) => h.seq));
-    const ordered: number[] = [];
-    for (const h of hits) {
-      const u = vUnits.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
-      unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
-      addHit(u.unitSeq, h.seq);
-      if (!vectorScore.has(u.unitSeq)) { vectorScore.set(u.unitSeq, h.score); ordered.push(u.unitSeq); }
-    }
+    const { score, ordered } = await byUnit(hits);
+    for (const [u, v] of score) vectorScore.set(u, v);
     lists.push({ name: 'vector', units: ordered, k: VECTOR_K });
   }
 

@@ -237,6 +237,9 @@ describe('remote embeddings (OpenAI-compatible /v1/embeddings, local server)', (
     await seed(memory, 'c', TOPICS.slice(0, 3));
     await memory.flush();
     expect(await memory.embeddingStatus('c')).toMatchObject({ modelId: 'openai-compatible:m', embedded: 6, total: 6 });
+    // The width is learned from the replies: the stored vectors are searchable (the server's vectors mark "sensor").
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('sensor') });
+    expect(ctx.notes).toBeUndefined();
   });
 });
 
