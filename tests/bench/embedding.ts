@@ -80,7 +80,7 @@ export async function embeddingBench(): Promise<void> {
   let noted = 0;
   for (let i = 0; i < 20; i++) {
     const s = performance.now();
-    const ctx = await memory.onMessageInbound({ conversationId: 'import', message: { role: 'user', content: `What did we say about ${TOPICS[i % 10]} and item ${i * 37}?` } });
+    const ctx = await memory.onMessageInbound({ conversationId: 'import', message: { role: 'user', content: `Which step should I check for item ${i * 37} in ${TOPICS[i % 10]}?` } });
     during.push(performance.now() - s);
     if (ctx.recallText.length > 0) found++;
     if (ctx.notes?.some((n) => n.includes('not embedded yet'))) noted++;

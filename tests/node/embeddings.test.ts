@@ -181,9 +181,9 @@ describe('vector search', () => {
   it('int8 storage keeps the cosine within 0.01 and the order of a float search; filters apply before scoring', () => {
     let s = 42;
     const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) - 0.5;
-    const vecs = Array.from({ length: 500 }, () => Float32Array.from({ length: 128 }, rand));
+    const vecs = Array.from({ length: 500 }, () => Float32Array.from({ length: 130 }, rand));
     const unit = (v: Float32Array) => { const n = Math.hypot(...v); return v.map((x) => x / n); };
-    const index = createVectorIndex(128);
+    const index = createVectorIndex(130);
     index.add(vecs.map((v, i) => { const q = quantize(v); return { ref: i, createdMs: i * 1000, scale: q.scale, vector: q.bytes }; }));
     const query = unit(vecs[7]!.map((x, i) => x + 0.5 * vecs[9]![i]!));
     const exact = vecs.map((v, i) => ({ ref: i, score: unit(v).reduce((a, x, j) => a + x * query[j]!, 0) })).sort((a, b) => b.score - a.score);
