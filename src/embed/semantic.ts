@@ -97,6 +97,9 @@ export function createSemantic(deps: {
       }
       const items = batch.map((item, i) => ({ item, vector: normalize(vectors[i]!) }));
       const saved = await serial(() => store.save(conversationId, embedder.modelId, items));
+      // A macrotask turn between batches: the model's work resolves through microtasks only, which would starve
+      // timers and (in the worker) the page's incoming requests until the whole queue is done.
+      await new Promise((resolve) => setTimeout(resolve, 0));
       const index = turnIndexes.get(conversationId);
       if (index) (await index).add(saved);
       if (deps.onProgress) {

@@ -138,6 +138,25 @@ describe('the background embedding queue', () => {
     await driver.close();
   });
 
+  it('yields to the event loop between batches: a request arriving by a timer (a worker message) is served mid-queue', async () => {
+    // Synchronous work resolved through microtasks only, like TF.js' WASM backend.
+    const busy: Embedder = {
+      modelId: 'busy', dimensions: 4, maxBatchSize: 8,
+      async embed(texts) {
+        const end = performance.now() + 5;
+        while (performance.now() < end) { /* model work */ }
+        return texts.map(() => Float32Array.of(1, 0, 0, 0));
+      },
+    };
+    memory = await createMemory({ embedder: busy });
+    await memory.onTurnComplete({ conversationId: 'c', messages: Array.from({ length: 400 }, (_, i) => user(`message ${i}`)) });
+    const m = memory;
+    const embeddedWhenServed = await new Promise<number>((resolve) => setTimeout(() => { void m.embeddingStatus('c').then((s) => resolve(s.embedded)); }, 0));
+    expect(embeddedWhenServed).toBeLessThan(400);
+    await memory.flush();
+    expect((await memory.embeddingStatus('c')).embedded).toBe(400);
+  });
+
   it('a model change re-embeds in the background and never mixes vector spaces', async () => {
     const driver = await sqliteWasm()();
     memory = await createMemory({ embedder: hashed('hash-a'), storage: shared(driver) });
