@@ -22,10 +22,12 @@ export async function summaryPlan(
     const segments = await summaries.segments(conversationId);
     return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
   }
-  // Summaries similar in meaning to the question come first, alone (a summary brings no neighbours).
+  // Summaries similar in meaning to the question come first, alone (a summary brings no neighbours). For a specific
+  // question every summary takes only the room the excerpts leave: the verbatim evidence comes first (LoCoMo with
+  // USE-Lite: evidence 0.842 with a fifth of the budget reserved for summaries, 0.870 with leftovers only).
   const score = new Map(similar.map((h) => [h.ref, h.score]));
   const close = score.size > 0 ? (await summaries.list(conversationId)).filter((x) => score.has(x.rowid)).sort((a, b) => score.get(b.rowid)! - score.get(a.rowid)!) : [];
-  const first = close.map((x) => ({ summary: x, reason: `summary similar in meaning (cosine ${score.get(x.rowid)!.toFixed(2)}) of turns ${x.firstSeq}-${x.lastSeq}` }));
+  const first = close.map((x) => ({ summary: x, leftover: true, reason: `summary similar in meaning (cosine ${score.get(x.rowid)!.toFixed(2)}) of turns ${x.firstSeq}-${x.lastSeq}, in the room the excerpts left` }));
   // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
   const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq).filter((x) => !score.has(x.rowid));
   const master = newest.filter((x) => x.kind === 'master');
