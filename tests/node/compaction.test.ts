@@ -207,7 +207,7 @@ describe('compaction', () => {
     expect(first?.covers?.fromSeq).toBe(0);
     const plain = await memory.onMessageInbound({ conversationId: 'c', message: user('How much did the vendorda option cost us?') });
     // The frontier is continuity: it only takes what the excerpts leave of the recall budget.
-    for (const s of plain.manifest.filter((e) => e.kind === "summary")) expect(s.reason).toMatch(/room the excerpts left/);
+    for (const s of plain.manifest.filter((e) => e.kind === 'summary')) expect(s.reason).toMatch(/room the excerpts left/);
     // Deep retrieval still finds the verbatim turn behind the summaries.
     expect(plain.recallText).toContain('step 3: we decided to keep option 21 from vendorda because it costs 6 dollars');
     for (const ctx of [broad, temporal, plain]) expect(recount(ctx)).toBe(ctx.budget.total);
