@@ -1,16 +1,19 @@
 /**
- * The contract file: every public shape and every seam (storage driver, tokenizer) lives here; the tagging and
- * LLM seams are in seams.ts.
+ * The contract file: every public shape and the tokenizer seam live here; the storage driver seam is in
+ * types-storage.ts, the tagging and LLM seams in seams.ts, compaction's shapes in types-compaction.ts and the
+ * embedder seam in types-embed.ts (all re-exported).
  * Logic files import these types; nothing here has behaviour.
  */
 
 import type { LlmOptions, LlmProvider, Summarizer, TagRule, Tagger } from './seams.js';
 import type { CompactionReport } from './types-compaction.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
+import type { StorageOption } from './types-storage.js';
 
 export type * from './seams.js';
 export type * from './types-compaction.js';
 export type * from './types-embed.js';
+export type * from './types-storage.js';
 
 /** A value that is either ready now or later: OPFS SQLite and Durable Object SQL are synchronous, others are not. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -260,40 +263,6 @@ export interface ConversationInfo {
   createdAt: string;
   updatedAt: string;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Seam: storage driver
-// ---------------------------------------------------------------------------------------------
-
-/** A value SQLite can bind or return. */
-export type SqlValue = string | number | bigint | Uint8Array | null;
-
-/** A row as an object of column name to value. */
-export type Row = Record<string, SqlValue>;
-
-/** One SQL statement with its parameters. */
-export interface Statement {
-  sql: string;
-  params?: readonly SqlValue[];
-}
-
-/**
- * The one storage seam. A driver runs SQL on one SQLite database: sqlite-wasm in memory (Node, edge), sqlite-wasm
- * on OPFS (browser worker), Durable Object SQL (edge). Methods may answer synchronously or with a promise.
- */
-export interface StorageDriver {
-  /** A short name for messages and the manifest (`sqlite-wasm:memory`, `sqlite-wasm:opfs-sahpool`). */
-  readonly name: string;
-  /** Run one read statement and return its rows. */
-  query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): MaybePromise<T[]>;
-  /** Run statements atomically: all of them or, on any error, none (one transaction). */
-  batch(statements: readonly Statement[]): MaybePromise<void>;
-  /** Release the database. Further calls fail with `ENGINE_CLOSED`. */
-  close(): MaybePromise<void>;
-}
-
-/** A driver, or a function that makes one (drivers that load WASM are made lazily). */
-export type StorageOption = StorageDriver | (() => MaybePromise<StorageDriver>);
 
 // ---------------------------------------------------------------------------------------------
 // Seam: tokenizer
