@@ -218,7 +218,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           largePayloadThreshold: opts.largePayloadThreshold, offloadPreview: opts.offloadPreview, pinned: new Set(pinned),
           importance: (item, index) => index + 8 * (recalls.get(item.sourceId ?? '') ?? 0), focus: stemsOf(text), tokenizer: tok,
         });
-        const similar = state && meaning.vector ? await semantic.searchSummaries(conversationId, meaning.vector, 4) : [];
+        // Only specific questions rank summaries by meaning (broad and temporal ones have their own order).
+        const similar = state && meaning.vector && !query.intent.temporal ? await semantic.searchSummaries(conversationId, meaning.vector, 4) : [];
         const plan = state ? await summaryPlan(summaryStore, conversationId, query.intent.broad, query.intent.temporal, similar) : { candidates: [], share: 0 };
         const assembled = await assemble({
           conversationId,
