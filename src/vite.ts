@@ -2,10 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Plugin } from 'vite';
+import { TFJS_WASM_URL, USE_LITE_URL } from './embed/use-lite.js';
 
-/** URL prefixes the browser defaults of the USE-Lite embedder read from (see `UseLiteOptions`). */
-export const USE_LITE_URL = '/pagewise/use-lite/';
-export const TFJS_WASM_URL = '/pagewise/tfjs/';
+export { TFJS_WASM_URL, USE_LITE_URL };
 
 interface Asset { url: string; file: string }
 

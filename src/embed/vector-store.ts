@@ -44,8 +44,8 @@ function toInt8(blob: unknown): Int8Array {
   throw new TypeError('embedding vector is not a BLOB');
 }
 
-// Long turns are embedded by their head: sentence encoders read a few hundred words at most.
-const MAX_CHARS = 2000;
+/** Long texts are embedded by their head: sentence encoders read a few hundred words at most. */
+export const MAX_CHARS = 2000;
 
 /** SQL for embeddings: what is missing for a model, saving a batch in one transaction, loading a conversation's vectors. */
 export function createVectorStore(driver: StorageDriver) {
