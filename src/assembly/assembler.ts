@@ -11,7 +11,7 @@ import type { Summary } from '../types.js';
 export interface SummaryCandidate {
   summary: Summary;
   reason: string;
-  /** Continuity only (not chosen for the question): takes what the excerpts leave of the recall budget. */
+  /** Takes only what the excerpts leave of the recall budget (a specific question's summaries: evidence first). */
   leftover?: boolean;
 }
 

@@ -4,7 +4,8 @@ import type { SummaryCandidate } from './assembler.js';
 
 /**
  * Summaries to page in for a question, in priority order, and the share of the recall budget they may take: broad
- * questions get the tag summaries and the master, temporal ones the segments earliest first, others the frontier.
+ * questions get the tag summaries and the master, temporal ones the segments earliest first, others the summaries
+ * similar in meaning and then the frontier, in the room the excerpts leave.
  */
 export async function summaryPlan(
   summaries: SummaryStore, conversationId: string, broad: boolean, temporal: boolean, similar: readonly VectorHit[] = [],
@@ -26,7 +27,7 @@ export async function summaryPlan(
   // question every summary takes only the room the excerpts leave: the verbatim evidence comes first (LoCoMo with
   // USE-Lite: evidence 0.842 with a fifth of the budget reserved for summaries, 0.870 with leftovers only).
   const score = new Map(similar.map((h) => [h.ref, h.score]));
-  const close = score.size > 0 ? (await summaries.list(conversationId)).filter((x) => score.has(x.rowid)).sort((a, b) => score.get(b.rowid)! - score.get(a.rowid)!) : [];
+  const close = (await summaries.byRowids(conversationId, [...score.keys()])).sort((a, b) => score.get(b.rowid)! - score.get(a.rowid)!);
   const first = close.map((x) => ({ summary: x, leftover: true, reason: `summary similar in meaning (cosine ${score.get(x.rowid)!.toFixed(2)}) of turns ${x.firstSeq}-${x.lastSeq}, in the room the excerpts left` }));
   // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
   const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq).filter((x) => !score.has(x.rowid));

@@ -102,6 +102,12 @@ export function createSummaryStore(driver: StorageDriver) {
       return select(`conversation_id = ? AND id IN (${placeholders(ids.length)})`, [conversationId, ...ids]);
     },
 
+    /** By row id (the embeddings table's reference). */
+    byRowids(conversationId: string, rowids: readonly number[]): Promise<SummaryRecord[]> {
+      if (rowids.length === 0) return Promise.resolve([]);
+      return select(`conversation_id = ? AND rowid IN (${placeholders(rowids.length)})`, [conversationId, ...rowids]);
+    },
+
     list(conversationId: string, kind?: Summary['kind']): Promise<SummaryRecord[]> {
       return kind ? select('conversation_id = ? AND kind = ? ORDER BY first_seq, level', [conversationId, kind])
         : select('conversation_id = ? ORDER BY first_seq, level', [conversationId]);
