@@ -63,14 +63,14 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
     },
   };
   async function run(prefixed: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-      const pipe = await load();
-      if (signal?.aborted) throw signal.reason;
-      if (prefixed.length === 0) return [];
-      const out = await pipe(prefixed, { pooling: 'mean', normalize: true });
-      const d = out.dims[out.dims.length - 1]!;
-      if (dimensions === 0) dimensions = d;
-      const vectors = prefixed.map((_, i) => out.data.slice(i * d, (i + 1) * d));
-      out.dispose?.();
-      return vectors;
+    const pipe = await load();
+    if (signal?.aborted) throw signal.reason;
+    if (prefixed.length === 0) return [];
+    const out = await pipe(prefixed, { pooling: 'mean', normalize: true });
+    const d = out.dims[out.dims.length - 1]!;
+    if (dimensions === 0) dimensions = d;
+    const vectors = prefixed.map((_, i) => out.data.slice(i * d, (i + 1) * d));
+    out.dispose?.();
+    return vectors;
   }
 }
