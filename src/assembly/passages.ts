@@ -1,4 +1,5 @@
 import { WORD, ftsStem } from '../retrieval/fts-query.js';
+import { sentences } from '../text/sentences.js';
 import type { Tokenizer } from '../types.js';
 
 /** What a recalled turn is shown as: its text, or the passages of it that bear on the question. */
@@ -9,7 +10,6 @@ export interface Quote {
 }
 
 const GAP = ' […] ';
-const sentences = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 /** The index tokens of a text (stems, as the full-text index stores them). */
 export function stemsOf(text: string): Set<string> {
@@ -29,7 +29,7 @@ export function stemsOf(text: string): Set<string> {
 export function quote(text: string, focus: ReadonlySet<string>, maxTokens: number, tokenizer: Tokenizer): Quote {
   // A token is at least one character (an estimate: the final block is counted exactly).
   if (text.length <= maxTokens) return { text, partial: false };
-  const parts = [...sentences.segment(text)].map((s) => s.segment);
+  const parts = sentences(text);
   // Sentences are counted (and cached) one by one: a long turn is never tokenized whole.
   const cost = parts.map((p) => tokenizer.count(p));
   if (cost.reduce((a, b) => a + b, 0) <= maxTokens) return { text, partial: false };
@@ -49,7 +49,7 @@ export function quote(text: string, focus: ReadonlySet<string>, maxTokens: numbe
   if (chosen.size === 0) take(0);
   // Widen around what was taken, nearest first, while it fits.
   const seeds = [...chosen];
-  for (let d = 1; d < parts.length && used < maxTokens; d++) for (const i of seeds) { take(i + d); take(i - d); }
+  for (let d = 1; d < parts.length && used + gap < maxTokens; d++) for (const i of seeds) { take(i + d); take(i - d); }
   if (chosen.size === 0) {
     // Not even one sentence fits: the first words that do.
     const words = text.split(/\s+/);

@@ -1,4 +1,5 @@
 import { stemsOf } from '../assembly/passages.js';
+import { sentences as sentencesOf } from '../text/sentences.js';
 import type { Summarizer, SummaryRequest, SummaryResult, Tokenizer } from '../types.js';
 
 /** Bumped whenever the selection changes, so older extractive summaries can be regenerated. */
@@ -19,8 +20,6 @@ interface Sentence {
   stems: Set<string>;
   score: number;
 }
-
-const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
 
 /** An item's lines as (speaker, text): roll-ups summarize summaries whose lines already start with `speaker:`. */
 function lines(speaker: string, text: string): { speaker: string; text: string }[] {
@@ -56,7 +55,7 @@ export function extractiveSummarizer(tokenizer: Tokenizer): Summarizer {
       const sentences: Sentence[] = [];
       request.items.forEach((item, i) => {
         for (const line of lines(item.speaker, item.text)) {
-          for (const { segment } of segmenter.segment(line.text.replace(/\s+/g, ' '))) {
+          for (const segment of sentencesOf(line.text.replace(/\s+/g, ' '))) {
             const text = segment.trim();
             if (text.length < 2) continue;
             sentences.push({ speaker: line.speaker, item: i, pos: sentences.length, text: trim(text), stems: stemsOf(text), score: 0 });
