@@ -1,4 +1,5 @@
 import { truncate } from './assembly/compress.js';
+import { inline, quoted } from './text/as-data.js';
 import { renderSummary, renderTurn } from './assembly/render.js';
 import type { SummaryStore } from './compaction/summary-store.js';
 import { PagewiseError } from './errors.js';
@@ -98,7 +99,7 @@ function renderTurns(turns: readonly TurnRecord[], maxTokens: number, tokenizer:
   let used = tokenizer.count(header);
   const ids: string[] = [];
   for (const t of turns) {
-    const line = `#${t.seq} (${t.id}) ${renderTurn(t)}`;
+    const line = `#${t.seq} (${inline(t.id)}) ${renderTurn(t)}`;
     const cost = tokenizer.count(line) + 1;
     if (used + cost > maxTokens) {
       const note = `[cut here: continue with from: ${t.seq}]`;
@@ -120,7 +121,7 @@ export async function runTool(c: ToolContext, conversationId: string, name: stri
       const from = optionalInt(args, 'from', name, 0, 0);
       if (typeof args.summaryId === 'string') {
         const [s] = await c.summaries.byIds(conversationId, [args.summaryId]);
-        if (!s) throw new PagewiseError('NOT_FOUND', MODULE, `No summary "${args.summaryId}" in this conversation; summary ids are in the manifest and in memory.summaries().`);
+        if (!s) throw new PagewiseError('NOT_FOUND', MODULE, `No summary ${quoted(args.summaryId)} in this conversation; summary ids are in the manifest and in memory.summaries().`);
         if (s.kind === 'tag') return expandTag(c, conversationId, s.tag!, from, maxTokens);
         const start = Math.max(s.firstSeq, from);
         const turns = await c.turns.range(conversationId, start, Math.max(0, s.lastSeq - start + 1));
@@ -132,7 +133,7 @@ export async function runTool(c: ToolContext, conversationId: string, name: stri
     case 'pagewise_reload': {
       if (typeof args.id !== 'string' || args.id === '') throw new PagewiseError('INVALID_TOOL_CALL', MODULE, 'pagewise_reload needs the message "id".');
       const [t] = await c.turns.byIds(conversationId, [args.id]);
-      if (!t) throw new PagewiseError('NOT_FOUND', MODULE, `No message "${args.id}" in this conversation.`);
+      if (!t) throw new PagewiseError('NOT_FOUND', MODULE, `No message ${quoted(args.id)} in this conversation.`);
       const offset = optionalInt(args, 'offset', name, 0, 0);
       const text = t.text.slice(offset);
       const cut = c.tokenizer.count(text) > maxTokens;
@@ -148,19 +149,19 @@ export async function runTool(c: ToolContext, conversationId: string, name: stri
       const hits = await c.turns.search(conversationId, match, limit);
       const turns = await c.turns.bySeqs(conversationId, hits.map((h) => h.seq));
       const summaries = await c.summaries.search(conversationId, match, ['segment', 'tag'], 3);
-      const lines = [`Search results for "${args.query}":`, ...summaries.map(({ summary }) => `${summary.id}: ${renderSummary(summary)}`)];
+      const lines = [`Search results for ${quoted(args.query)}:`, ...summaries.map(({ summary }) => `${summary.id}: ${renderSummary(summary)}`)];
       const result = renderTurns(turns, maxTokens - c.tokenizer.count(lines.join('\n')), c.tokenizer, lines.join('\n'));
       return { ...result, sourceIds: [...summaries.map((x) => x.summary.id), ...result.sourceIds] };
     }
     default:
-      throw new PagewiseError('UNKNOWN_TOOL', MODULE, `No memory tool "${name}". The tools are ${memoryTools().map((t) => t.function.name).join(', ')} (memory.tools()).`);
+      throw new PagewiseError('UNKNOWN_TOOL', MODULE, `No memory tool ${quoted(String(name))}. The tools are ${memoryTools().map((t) => t.function.name).join(', ')} (memory.tools()).`);
   }
 }
 
 async function expandTag(c: ToolContext, conversationId: string, tag: string, from: number, maxTokens: number): Promise<ToolResult> {
   const units = (await c.tags.matchUnits(conversationId, new Map([[tag, 1]]), 10_000, 10_000)).sort((a, b) => a.unitSeq - b.unitSeq);
-  if (units.length === 0) throw new PagewiseError('NOT_FOUND', MODULE, `No turns are tagged "${tag}"; the tags are in <context-topics> and memory.tags().`);
+  if (units.length === 0) throw new PagewiseError('NOT_FOUND', MODULE, `No turns are tagged ${quoted(tag)}; the tags are in <context-topics> and memory.tags().`);
   const seqs = units.flatMap((u) => Array.from({ length: u.endSeq - u.unitSeq + 1 }, (_, i) => u.unitSeq + i)).filter((s) => s >= from);
   const turns = await c.turns.bySeqs(conversationId, seqs.slice(0, 500));
-  return renderTurns(turns, maxTokens, c.tokenizer, `Every turn tagged "${tag}", verbatim:`);
+  return renderTurns(turns, maxTokens, c.tokenizer, `Every turn tagged ${quoted(tag)}, verbatim:`);
 }

@@ -1,3 +1,4 @@
+import { inline, quoted } from '../text/as-data.js';
 import { messageText } from '../messages.js';
 import { messageTokens } from '../tokens/chat-format.js';
 import type { ChatMessage, CompressionKind, Tokenizer } from '../types.js';
@@ -31,9 +32,10 @@ function withText(item: HistoryItem, message: ChatMessage, tokenizer: Tokenizer)
   return { ...item, message, tokens: messageTokens(tokenizer.count(messageText(message)), message) };
 }
 
+/** A caller's text shortened to one line, as data. */
 function preview(text: string, chars: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= chars ? flat : `${flat.slice(0, chars)}…`;
+  return inline(flat.length <= chars ? flat : `${flat.slice(0, chars)}…`);
 }
 
 /**
@@ -62,11 +64,11 @@ export function workingView(history: readonly HistoryItem[], o: WorkingViewOptio
       const run = items.slice(i, j);
       const results = new Map(run.filter((r) => r.message.role === 'tool').map((r) => [r.message.toolCallId, messageText(r.message)]));
       const lines = run.flatMap((r) => (r.message.toolCalls ?? []).map((c) =>
-        `- ${c.function.name}(${c.function.arguments}) → ${preview(results.get(c.id) ?? '(no result)', o.offloadPreview)}`));
+        `- ${inline(c.function.name)}(${inline(c.function.arguments)}) → ${preview(results.get(c.id) ?? '(no result)', o.offloadPreview)}`));
       const ids = run.flatMap((r) => (r.sourceId ? [r.sourceId] : []));
       const message: ChatMessage = {
         role: 'assistant',
-        content: `[pagewise: ${run.length} tool messages compressed; calls kept, results shortened. Full results: pagewise_reload with an id of ${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', …' : ''}]\n${lines.join('\n')}`,
+        content: `[pagewise: ${run.length} tool messages compressed; calls kept, results shortened. Full results: pagewise_reload with an id of ${ids.slice(0, 3).map(quoted).join(', ')}${ids.length > 3 ? ', …' : ''}]\n${lines.join('\n')}`,
       };
       const merged = withText({ message, sourceId: run[0]!.sourceId, seq: run[0]!.seq, tokens: 0, covers: ids, coverSeqs: run.flatMap((r) => (r.seq === null ? [] : [r.seq])) }, message, o.tokenizer);
       for (const id of ids) compressed.set(id, 'tool-run');
@@ -95,7 +97,7 @@ export function workingView(history: readonly HistoryItem[], o: WorkingViewOptio
       const text = messageText(item.message);
       const message: ChatMessage = {
         ...item.message,
-        content: `[pagewise offloaded this message: ${text.length} characters, id "${item.sourceId}". Preview: ${preview(text, o.offloadPreview)} — call pagewise_reload with {"id": "${item.sourceId}"} for the full text.]`,
+        content: `[pagewise offloaded this message: ${text.length} characters, id ${quoted(item.sourceId!)}. Preview: ${preview(text, o.offloadPreview)} — call pagewise_reload with {"id": ${quoted(item.sourceId!)}} for the full text.]`,
       };
       if (message.toolCalls) message.toolCalls = item.message.toolCalls!;
       items[index] = withText(item, message, o.tokenizer);
