@@ -2,7 +2,7 @@ import type { Background } from './background.js';
 import type { Atomic, Compactor } from './compaction/compactor.js';
 import type { SummaryStore } from './compaction/summary-store.js';
 import type { Memory } from './engine.js';
-import { checkId, checkObject } from './engine-support.js';
+import { checkId, checkObject, optionalObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import type { Ledger } from './llm/ledger.js';
 import { describe, validateConversationId } from './messages.js';
@@ -11,7 +11,7 @@ import type { TurnStore } from './store/turn-store.js';
 import type { TagIndex } from './tags/tag-index.js';
 import type { TagStore } from './tags/tag-store.js';
 import { memoryTools, runTool } from './tools.js';
-import type { CompactionReport, Tokenizer } from './types.js';
+import type { CompactionReport, Summary, Tokenizer } from './types.js';
 
 const MODULE = 'engine';
 
@@ -53,9 +53,10 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       return reports.splice(0);
     },
 
-    summaries(conversationId, filter = {}) {
+    summaries(conversationId, filterArg) {
       return serial(async () => {
         validateConversationId(conversationId);
+        const filter = optionalObject(filterArg, 'filter') as { kind?: Summary['kind'] };
         if (filter.kind !== undefined && !['segment', 'rollup', 'master', 'tag'].includes(filter.kind)) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".');
         }
@@ -63,11 +64,17 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       });
     },
 
-    regenerateSummaries(conversationId, options = {}) {
+    regenerateSummaries(conversationId, optionsArg) {
+      let options: { ids?: string[]; lazy?: boolean } = {};
       return serial(async () => {
         validateConversationId(conversationId);
-        if (options.ids !== undefined && (!Array.isArray(options.ids) || options.ids.some((i) => typeof i !== 'string'))) {
-          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'options.ids must be a list of summary ids (see memory.summaries()).');
+        options = optionalObject(optionsArg, 'options');
+        if (options.ids !== undefined && (!Array.isArray(options.ids) || options.ids.length > 10_000)) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.ids must be a list of at most 10,000 summary ids, see memory.summaries() (got ${describe(options.ids)}).`);
+        }
+        options.ids?.forEach((id, k) => checkId(id, `options.ids[${k}]`));
+        if (options.lazy !== undefined && typeof options.lazy !== 'boolean') {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.lazy must be true or false (got ${describe(options.lazy)}).`);
         }
         const marked = await summaries.markStale(conversationId, options.ids ?? null);
         return marked;
@@ -86,7 +93,7 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
         validateConversationId(conversationId);
         const id = checkId(messageId, 'messageId');
         if ((await store.byIds(conversationId, [id])).length === 0) {
-          throw new PagewiseError('NOT_FOUND', MODULE, `No message "${id}" is stored in conversation "${conversationId}"; pin ids from report.storedIds or memory.turns().`);
+          throw new PagewiseError('NOT_FOUND', MODULE, `No message ${describe(id)} is stored in conversation ${describe(conversationId)}; pin ids from report.storedIds or memory.turns().`);
         }
         await importance.pin(conversationId, id, new Date().toISOString());
       });

@@ -1,7 +1,7 @@
 import { EXTRACTIVE_VERSION, extractiveSummarizer } from './compaction/extractive.js';
 import { llmSummarizer } from './compaction/llm-summarizer.js';
 import { PagewiseError } from './errors.js';
-import { describe } from './messages.js';
+import { checkIdentifier, describe } from './messages.js';
 import { anthropic } from './llm/anthropic.js';
 import type { Ledger } from './llm/ledger.js';
 import { openaiCompatible } from './llm/openai-compatible.js';
@@ -19,8 +19,16 @@ export function checkObject(value: unknown, method: string): Record<string, unkn
 }
 
 export function checkId(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${what} must be a non-empty string (got ${describe(value)}).`);
-  return value;
+  return checkIdentifier(value, 'INVALID_ARGUMENT', what, 256, MODULE);
+}
+
+/** An optional options object of a method: undefined → {}, anything but a plain object → INVALID_ARGUMENT. */
+export function optionalObject(value: unknown, what: string): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${what} must be an object or left out (got ${describe(value)}).`, { path: what });
+  }
+  return value as Record<string, unknown>;
 }
 
 export async function openStorage(options: ResolvedOptions): Promise<StorageDriver> {
@@ -28,7 +36,12 @@ export async function openStorage(options: ResolvedOptions): Promise<StorageDriv
     const { sqliteWasm } = await import('./storage/sqlite-wasm.js');
     return sqliteWasm()();
   }
-  return typeof options.storage === 'function' ? options.storage() : options.storage;
+  const driver: unknown = typeof options.storage === 'function' ? await options.storage() : options.storage;
+  const d = driver as Partial<StorageDriver> | null;
+  if (typeof d !== 'object' || d === null || typeof d.query !== 'function' || typeof d.batch !== 'function' || typeof d.close !== 'function') {
+    throw new PagewiseError('INVALID_OPTIONS', 'options', `\`storage\` returned ${describe(driver)}, not a StorageDriver ({ name, query, batch, close }), e.g. storage: sqliteWasm({ vfs: 'opfs-sahpool' }).`, { path: 'storage' });
+  }
+  return d as StorageDriver;
 }
 
 /** The configured LLM, wrapped so every call lands in the usage ledger. */

@@ -5,7 +5,7 @@ import { stemsOf } from './assembly/passages.js';
 import { workingView } from './assembly/working-view.js';
 import { type Atomic, createCompactor } from './compaction/compactor.js';
 import { createSummaryStore } from './compaction/summary-store.js';
-import { checkObject, makeLlm, makeSummarizer, newTurns, openStorage } from './engine-support.js';
+import { checkObject, makeLlm, makeSummarizer, newTurns, openStorage, optionalObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import { type CostReport, createLedger } from './llm/ledger.js';
 import { hierarchyApi } from './engine-hierarchy.js';
@@ -334,18 +334,17 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       return serial(() => store.conversations());
     },
 
-    turns(conversationId, range = {}) {
+    turns(conversationId, range) {
       return serial(async () => {
         validateConversationId(conversationId);
+        const { from = 0, limit = 1000 } = optionalObject(range, 'range') as { from?: unknown; limit?: unknown };
         if (!(await store.conversation(conversationId))) {
-          throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation "${conversationId}" is stored. List them with memory.conversations().`);
+          throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
         }
-        const from = range.from ?? 0;
-        const limit = range.limit ?? 1000;
-        if (!Number.isInteger(from) || from < 0 || !Number.isInteger(limit) || limit < 1) {
-          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'range.from must be an integer ≥ 0 and range.limit an integer ≥ 1.');
+        if (!Number.isSafeInteger(from) || (from as number) < 0 || !Number.isSafeInteger(limit) || (limit as number) < 1) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `range.from must be an integer ≥ 0 and range.limit an integer ≥ 1 (got ${describe(from)}, ${describe(limit)}).`, { path: 'range' });
         }
-        return (await store.range(conversationId, from, limit)).map(publicTurn);
+        return (await store.range(conversationId, from as number, limit as number)).map(publicTurn);
       });
     },
 

@@ -1,4 +1,5 @@
 import { PagewiseError } from './errors.js';
+import { inline } from './text/as-data.js';
 import type { ChatMessage, ContentPart, Role, ToolCall } from './types.js';
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
@@ -6,10 +7,47 @@ const MODULE = 'messages';
 const encoder = new TextEncoder();
 
 // ISO 8601 date or date-time (with optional fraction and zone); Date.parse alone accepts too much ("May 8").
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):?(\d{2}))?)?$/;
+// What a Date can hold: ±8.64e15 ms around 1970 (beyond it toISOString throws a RangeError).
+const MAX_TIME = 8.64e15;
 
 function fail(code: ConstructorParameters<typeof PagewiseError>[0], path: string, message: string): never {
   throw new PagewiseError(code, MODULE, `${path}: ${message}`, { path });
+}
+
+// A lone UTF-16 surrogate (a string cut inside an emoji) is replaced with U+FFFD on its way into SQLite, so two
+// different ids ('X\uD800', 'X\uDC00') would become one: strings that are not well-formed are refused wherever
+// they enter.
+const LONE_SURROGATE = /\p{Cs}/u;
+const CONTROL = /\p{Cc}/u;
+
+/** Whether a string is well-formed UTF-16 (no lone surrogate). */
+export function isWellFormed(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+/** Throws `code` naming `path` when `text` holds a lone surrogate. */
+export function checkWellFormed(text: string, code: ConstructorParameters<typeof PagewiseError>[0], path: string, module = MODULE): string {
+  if (!isWellFormed(text)) {
+    throw new PagewiseError(code, module, `${path}: is not well-formed Unicode (it holds a lone UTF-16 surrogate, as left by cutting a string inside an emoji). Pass valid text; String.prototype.toWellFormed() repairs it.`, { path });
+  }
+  return text;
+}
+
+/**
+ * Checks an identifier (conversation, message, pin): a non-empty string of at most `max` characters, well-formed,
+ * without control characters (an id is shown on one line in notes and tool results).
+ */
+export function checkIdentifier(value: unknown, code: ConstructorParameters<typeof PagewiseError>[0], path: string, max: number, module = MODULE): string {
+  if (typeof value !== 'string' || value.trim().length === 0) {
+    throw new PagewiseError(code, module, `${path} must be a non-empty string (got ${describe(value)}).`, { path });
+  }
+  if (value.length > max) throw new PagewiseError(code, module, `${path} is longer than ${max} characters; use a shorter id.`, { path });
+  checkWellFormed(value, code, path, module);
+  if (CONTROL.test(value)) {
+    throw new PagewiseError(code, module, `${path} must not hold control characters such as line breaks, tabs or NUL (got ${describe(value)}).`, { path });
+  }
+  return value;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -22,17 +60,21 @@ export function validateConversationId(value: unknown, path = 'conversationId'):
     throw new PagewiseError('INVALID_CONVERSATION_ID', MODULE,
       `${path} must be a non-empty string that identifies the conversation (got ${describe(value)}).`, { path });
   }
-  if (value.length > 512) fail('INVALID_CONVERSATION_ID', path, 'is longer than 512 characters; use a shorter id.');
-  return value;
+  return checkIdentifier(value, 'INVALID_CONVERSATION_ID', path, 512);
 }
 
 /** Parses an ISO 8601 timestamp to epoch ms, or throws INVALID_DATE naming the path. */
 export function parseIsoDate(value: unknown, path: string): number {
-  if (typeof value !== 'string' || !ISO_8601.test(value.trim())) {
-    fail('INVALID_DATE', path, `must be an ISO 8601 date-time such as "2024-05-08T13:56:00Z" (got ${describe(value)}).`);
+  const m = typeof value === 'string' ? ISO_8601.exec(value.trim()) : null;
+  if (!m) fail('INVALID_DATE', path, `must be an ISO 8601 date-time such as "2024-05-08T13:56:00Z" (got ${describe(value)}).`);
+  // Date.parse rolls impossible dates over ("2024-02-30" is 1 March): check each field against the calendar.
+  const [year, month, day, hour, minute, second, zoneHour, zoneMinute] = m.slice(1).map((x) => (x === undefined ? 0 : Number(x)));
+  const daysInMonth = new Date(new Date(0).setUTCFullYear(year!, month!, 0)).getUTCDate();
+  if (month! < 1 || month! > 12 || day! < 1 || day! > daysInMonth || hour! > 23 || minute! > 59 || second! > 59 || zoneHour! > 23 || zoneMinute! > 59) {
+    fail('INVALID_DATE', path, `is not a real date and time: ${describe(value)} (months 1–12, days up to the month's length, hours 0–23, minutes and seconds 0–59).`);
   }
-  const ms = Date.parse(value.trim());
-  if (Number.isNaN(ms)) fail('INVALID_DATE', path, `is not a real date: ${JSON.stringify(value)}.`);
+  const ms = Date.parse(m[0]);
+  if (Number.isNaN(ms)) fail('INVALID_DATE', path, `is not a real date: ${describe(value)}.`);
   return ms;
 }
 
@@ -40,14 +82,17 @@ export function parseIsoDate(value: unknown, path: string): number {
 export function parseNow(value: unknown, path = 'now'): number {
   if (value === undefined) return Date.now();
   if (value instanceof Date && !Number.isNaN(value.getTime())) return value.getTime();
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    if (Math.abs(value) > MAX_TIME) fail('INVALID_DATE', path, `is out of a Date's range (±8.64e15 ms around 1970; got ${value}). Pass epoch milliseconds such as Date.now().`);
+    return value;
+  }
   if (typeof value === 'string') return parseIsoDate(value, path);
   return fail('INVALID_DATE', path, `must be a Date, an ISO 8601 string or epoch milliseconds (got ${describe(value)}).`);
 }
 
 function validateContent(value: unknown, path: string): string | ContentPart[] | null {
   if (value === null || value === undefined) return null;
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return checkWellFormed(value, 'INVALID_CONTENT', path);
   if (!Array.isArray(value)) {
     fail('INVALID_CONTENT', path, `must be a string or an array of { type: 'text', text } parts (got ${describe(value)}).`);
   }
@@ -57,7 +102,7 @@ function validateContent(value: unknown, path: string): string | ContentPart[] |
       fail('INVALID_CONTENT', `${path}[${i}]`,
         `only text parts ({ type: 'text', text: string }) can be stored as memory (got ${kind}). Send images and files to the model directly and keep a text description in the message.`);
     }
-    return { type: 'text', text: part.text };
+    return { type: 'text', text: checkWellFormed(part.text, 'INVALID_CONTENT', `${path}[${i}].text`) };
   });
 }
 
@@ -67,7 +112,7 @@ function validateToolCalls(value: unknown, path: string): ToolCall[] | undefined
   return value.map((call, i) => {
     const p = `${path}[${i}]`;
     if (!isRecord(call)) fail('INVALID_TOOL_CALL', p, `must be { id, type: 'function', function: { name, arguments } } (got ${describe(call)}).`);
-    if (typeof call.id !== 'string' || call.id.length === 0) fail('INVALID_TOOL_CALL', `${p}.id`, 'must be a non-empty string.');
+    checkIdentifier(call.id, 'INVALID_TOOL_CALL', `${p}.id`, 256);
     if (call.type !== undefined && call.type !== 'function') fail('INVALID_TOOL_CALL', `${p}.type`, `must be 'function' (got ${describe(call.type)}).`);
     const fn = call.function;
     if (!isRecord(fn) || typeof fn.name !== 'string' || fn.name.length === 0) {
@@ -76,7 +121,9 @@ function validateToolCalls(value: unknown, path: string): ToolCall[] | undefined
     if (typeof fn.arguments !== 'string') {
       fail('INVALID_TOOL_CALL', `${p}.function.arguments`, `must be a string (the JSON the model wrote), got ${describe(fn.arguments)}. Use JSON.stringify(args).`);
     }
-    return { id: call.id, type: 'function' as const, function: { name: fn.name, arguments: fn.arguments } };
+    checkIdentifier(fn.name, 'INVALID_TOOL_CALL', `${p}.function.name`, 256);
+    checkWellFormed(fn.arguments, 'INVALID_TOOL_CALL', `${p}.function.arguments`);
+    return { id: call.id as string, type: 'function' as const, function: { name: fn.name, arguments: fn.arguments } };
   });
 }
 
@@ -94,18 +141,8 @@ export function validateMessage(value: unknown, path: string, maxBytes: number):
   const toolCalls = validateToolCalls(value.toolCalls, `${path}.toolCalls`);
   if (toolCalls && role !== 'assistant') fail('INVALID_TOOL_CALL', `${path}.toolCalls`, `only assistant messages make tool calls (role is '${role}').`);
   const msg: ChatMessage = { role: role as Role, content };
-  if (value.id !== undefined) {
-    if (typeof value.id !== 'string' || value.id.length === 0 || value.id.length > 256) {
-      fail('INVALID_MESSAGE', `${path}.id`, `must be a non-empty string of at most 256 characters (got ${describe(value.id)}).`);
-    }
-    msg.id = value.id;
-  }
-  if (value.name !== undefined) {
-    if (typeof value.name !== 'string' || value.name.trim().length === 0 || value.name.length > 256) {
-      fail('INVALID_MESSAGE', `${path}.name`, `must be a non-empty string of at most 256 characters (got ${describe(value.name)}).`);
-    }
-    msg.name = value.name;
-  }
+  if (value.id !== undefined) msg.id = checkIdentifier(value.id, 'INVALID_MESSAGE', `${path}.id`, 256);
+  if (value.name !== undefined) msg.name = checkIdentifier(value.name, 'INVALID_MESSAGE', `${path}.name`, 256);
   if (value.createdAt !== undefined) {
     msg.createdAt = new Date(parseIsoDate(value.createdAt, `${path}.createdAt`)).toISOString();
   }
@@ -114,7 +151,7 @@ export function validateMessage(value: unknown, path: string, maxBytes: number):
     if (typeof value.toolCallId !== 'string' || value.toolCallId.length === 0) {
       fail('INVALID_TOOL_CALL', `${path}.toolCallId`, "a 'tool' message must carry the id of the call it answers in toolCallId.");
     }
-    msg.toolCallId = value.toolCallId;
+    msg.toolCallId = checkIdentifier(value.toolCallId, 'INVALID_TOOL_CALL', `${path}.toolCallId`, 256);
   } else if (value.toolCallId !== undefined) {
     fail('INVALID_TOOL_CALL', `${path}.toolCallId`, `only 'tool' messages carry toolCallId (role is '${role}').`);
   }
@@ -149,7 +186,14 @@ export async function contentHash(m: ChatMessage): Promise<string> {
 export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return value.length > 40 ? `a string "${value.slice(0, 40)}…"` : `"${value}"`;
+  if (typeof value === 'string') {
+    // Quoted as data on one line (it may end up in a prompt through an error message), cut at a code point.
+    const cut = Array.from(value.slice(0, 41)).slice(0, 40).join('');
+    const shown = JSON.stringify(inline(cut.length < value.length ? cut : value));
+    return cut.length < value.length ? `a string ${shown.slice(0, -1)}…"` : shown;
+  }
   if (typeof value === 'object') return 'an object';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
   return `${typeof value} ${String(value)}`;
 }

@@ -1,4 +1,5 @@
 import { PagewiseError } from './errors.js';
+import { describe, isWellFormed } from './messages.js';
 import { encodingForModel } from './tokens/tokenizer.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
 import type { EncodingName, LlmOptions, LlmProvider, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from './types.js';
@@ -58,13 +59,13 @@ function bad(option: string, message: string): never {
 
 function int(value: unknown, option: string, min: number, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) bad(option, `must be an integer ≥ ${min} (got ${String(value)}).`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) bad(option, `must be an integer ≥ ${min} (got ${describe(value)}).`);
   return value;
 }
 
 function ratio(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) bad(option, `must be a number in (0, 1] (got ${String(value)}).`);
+  if (typeof value !== 'number' || !(value > 0 && value <= 1)) bad(option, `must be a number in (0, 1] (got ${describe(value)}).`);
   return value;
 }
 
@@ -83,18 +84,18 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   let encoding: EncodingName = 'o200k_base';
   let margin = 1;
   if (options.model !== undefined) {
-    if (typeof options.model !== 'string' || options.model.length === 0) bad('model', 'must be a model name such as "gpt-4o".');
+    if (typeof options.model !== 'string' || options.model.length === 0 || !isWellFormed(options.model)) bad('model', 'must be a model name such as "gpt-4o".');
     const known = encodingForModel(options.model);
     if (known) encoding = known;
     else margin = options.estimateMargin ?? 1.25;
   }
   if (options.encoding !== undefined) {
-    if (options.encoding !== 'o200k_base' && options.encoding !== 'cl100k_base') bad('encoding', `must be "o200k_base" or "cl100k_base" (got ${String(options.encoding)}).`);
+    if (options.encoding !== 'o200k_base' && options.encoding !== 'cl100k_base') bad('encoding', `must be "o200k_base" or "cl100k_base" (got ${describe(options.encoding)}).`);
     encoding = options.encoding;
     margin = 1;
   }
-  if (options.estimateMargin !== undefined && (typeof options.estimateMargin !== 'number' || options.estimateMargin < 1 || options.estimateMargin > 4)) {
-    bad('estimateMargin', `must be a number from 1 to 4 (got ${String(options.estimateMargin)}).`);
+  if (options.estimateMargin !== undefined && (typeof options.estimateMargin !== 'number' || !(options.estimateMargin >= 1 && options.estimateMargin <= 4))) {
+    bad('estimateMargin', `must be a number from 1 to 4 (got ${describe(options.estimateMargin)}).`);
   }
 
   const tokenizer = options.tokenizer ?? 'gpt-tokenizer';
@@ -112,7 +113,7 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   }
   const targetTokens = int(options.targetTokens, 'targetTokens', 1, Math.min(available, Math.max(2048, Math.floor(contextWindow * 0.3))));
   const recallPlacement = options.recallPlacement ?? 'message';
-  if (recallPlacement !== 'message' && recallPlacement !== 'prependText') bad('recallPlacement', `must be "message" or "prependText" (got ${String(recallPlacement)}).`);
+  if (recallPlacement !== 'message' && recallPlacement !== 'prependText') bad('recallPlacement', `must be "message" or "prependText" (got ${describe(recallPlacement)}).`);
   const hint = options.topicsHint ?? true;
   let topicsHintTokens = 0;
   if (hint === true) topicsHintTokens = 200;
@@ -125,6 +126,8 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
     const isConfig = typeof llm === 'object' && llm !== null && typeof c.model === 'string' && c.model !== '' && (c.provider === 'anthropic'
       ? c.baseUrl === undefined || (typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl))
       : (c.provider === undefined || c.provider === 'openai-compatible') && typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl));
+    const strings = isConfig ? Object.values(llm as object).filter((v): v is string => typeof v === 'string') : [];
+    if (strings.some((v) => !isWellFormed(v))) bad('llm', 'holds a string that is not well-formed Unicode (a lone UTF-16 surrogate).');
     if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }), { baseUrl: "http(s)://…/v1", model, apiKey? } or { provider: "anthropic", model, apiKey? }.');
   }
   const tagger = options.tagger ?? (llm ? 'llm' : 'keyword');
@@ -133,16 +136,18 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   }
   if (tagger === 'llm' && !llm) bad('tagger', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "keyword".');
   const tagKeywords = options.tagKeywords ?? {};
-  if (typeof tagKeywords !== 'object' || tagKeywords === null || Object.values(tagKeywords).some((w) => !Array.isArray(w) || w.some((x) => typeof x !== 'string' || x.trim() === ''))) {
+  if (typeof tagKeywords !== 'object' || tagKeywords === null || Array.isArray(tagKeywords)
+    || Object.entries(tagKeywords).some(([tag, w]) => !isWellFormed(tag) || !Array.isArray(w) || w.some((x) => typeof x !== 'string' || x.trim() === '' || !isWellFormed(x)))) {
     bad('tagKeywords', 'must map each tag to a list of non-empty words, e.g. { database: ["db", "sql"] }.');
   }
   const minTags = int(options.minTags, 'minTags', 0, 2);
   const maxTags = int(options.maxTags, 'maxTags', 1, 8);
   if (minTags > maxTags) bad('minTags', `(${minTags}) must not be above maxTags (${maxTags}).`);
   const tagRules = options.tagRules ?? [];
-  if (!Array.isArray(tagRules) || tagRules.some((r) => typeof r !== 'object' || r === null || typeof r.match !== 'string' || r.match === ''
-    || (r.priority !== undefined && typeof r.priority !== 'number')
-    || (r.ttlDays !== undefined && r.ttlDays !== null && !(typeof r.ttlDays === 'number' && r.ttlDays > 0)))) {
+  if (!Array.isArray(tagRules) || tagRules.some((r) => typeof r !== 'object' || r === null || typeof r.match !== 'string' || r.match === '' || !isWellFormed(r.match)
+    || (r.priority !== undefined && !Number.isFinite(r.priority))
+    || (r.ttlDays !== undefined && r.ttlDays !== null && !(typeof r.ttlDays === 'number' && r.ttlDays > 0 && Number.isFinite(r.ttlDays)))
+    || (r.summaryPrompt !== undefined && (typeof r.summaryPrompt !== 'string' || !isWellFormed(r.summaryPrompt))))) {
     bad('tagRules', 'must be a list of { match: "glob*", priority?: number, ttlDays?: number > 0 | null, summaryPrompt?: string }.');
   }
   const summarizer = options.summarizer ?? (llm ? 'llm' : 'extractive');
@@ -167,7 +172,7 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   }
   const similarityThreshold = options.similarityThreshold;
   if (similarityThreshold !== undefined && (typeof similarityThreshold !== 'number' || !(similarityThreshold >= -1 && similarityThreshold <= 1))) {
-    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.25 for USE-Lite (got ${String(similarityThreshold)}).`);
+    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.25 for USE-Lite (got ${describe(similarityThreshold)}).`);
   }
   for (const name of ['onEmbeddingProgress', 'onModelProgress'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function.');
