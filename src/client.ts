@@ -54,9 +54,13 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
   failed.catch(() => undefined);
   let closed = false;
   // After close() the proxy is released; answer like the in-process engine does.
+  // An argument the structured clone cannot copy (a function, a symbol) fails on this side, before the worker sees it.
   const open = <T>(call: () => Promise<T>): Promise<T> => closed
     ? Promise.reject(new PagewiseError('ENGINE_CLOSED', 'client', 'This memory is closed; call connect() again to continue.'))
-    : call();
+    : Promise.resolve().then(call).catch((error: unknown) => {
+      if ((error as { name?: unknown } | null)?.name !== 'DataCloneError') throw error;
+      throw new PagewiseError('INVALID_ARGUMENT', 'client', `An argument cannot be sent to the worker (${(error as Error).message}): pass plain data — strings, numbers, arrays and plain objects, no functions or symbols.`, { cause: error });
+    });
   return {
     onMessageInbound: (input) => open(() => remote.onMessageInbound(input)),
     onTurnComplete: (input) => open(() => remote.onTurnComplete(input)),

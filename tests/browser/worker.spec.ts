@@ -55,6 +55,10 @@ test('errors keep their code and path across the worker boundary', async ({ page
     expect(bad.error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_ROLE', path: 'messages[0].role' });
     expect(bad.error!.message).toMatch(/^\[pagewise\] \[messages\] messages\[0\]\.role: must be one of/);
     expect((await h.call('turns', 'c')).error).toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
+    const hostile = await page.evaluate(() => (globalThis as unknown as { harness: { hostile(): Promise<Record<string, { error?: { code?: string } }>> } }).harness.hostile());
+    expect(hostile.symbolId!.error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(hostile.functionContent!.error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(hostile.loneSurrogate!.error).toMatchObject({ code: 'INVALID_CONVERSATION_ID' });
     await h.close();
     expect((await h.call('conversations')).error).toMatchObject({ message: 'harness: open() first' });
     expect((await h.open({ contextWindow: 5, storage: { directory } })).error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_OPTIONS' });

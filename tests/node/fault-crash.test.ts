@@ -25,13 +25,13 @@ function pair(i: number): [ChatMessage, ChatMessage] {
 /** The database stays open across engines; at the `at`-th batch the fault happens once. */
 function faulty(driver: StorageDriver, mode: Mode, at: number, onClose: () => void): StorageDriver & { fired: boolean; armed: boolean } {
   let n = 0;
-  const self = {
+  const self: StorageDriver & { fired: boolean; armed: boolean } = {
     name: driver.name,
     fired: false,
     /** Faults count batches from here on (not the migrations'). */
     armed: false,
-    query: (sql: string, params?: unknown[]) => driver.query(sql, params as never),
-    batch: async (statements: Parameters<StorageDriver['batch']>[0]) => {
+    query: (sql, params) => driver.query(sql, params),
+    batch: async (statements) => {
       if (self.armed) n++;
       if (n !== at) return driver.batch(statements);
       self.fired = true;

@@ -32,6 +32,16 @@ const harness = {
     if (!memory) throw new Error('harness: open() first');
     return (memory[method] as (...a: unknown[]) => Promise<unknown>)(...args);
   }),
+  /** Inputs that cannot be written in page.evaluate's JSON: a symbol, a function, a lone surrogate. */
+  hostile: async () => {
+    const m = memory;
+    if (!m) throw new Error('harness: open() first');
+    return {
+      symbolId: await settle(() => m.onTurnComplete({ conversationId: Symbol('x') as never, messages: [{ role: 'user', content: 'x' }] })),
+      functionContent: await settle(() => m.onTurnComplete({ conversationId: 'h', messages: [{ role: 'user', content: (() => 1) as never }] })),
+      loneSurrogate: await settle(() => m.onTurnComplete({ conversationId: 'X\uD800', messages: [{ role: 'user', content: 'x' }] })),
+    };
+  },
   close: () => settle(async () => { await memory?.close(); memory = undefined; return true; }),
   /** Runs the StorageDriver conformance suite on OPFS inside a dedicated worker. */
   conformance: () => new Promise<unknown>((resolve, reject) => {
