@@ -38,9 +38,9 @@ export async function storedTextTokens(store: TurnStore, tokenizer: Tokenizer, t
   return counts;
 }
 
-function storedItem(t: TurnRecord, textTokens: number): HistoryItem {
+function storedItem(t: TurnRecord, textTokens: number, tokenizer: Tokenizer): HistoryItem {
   const message = turnMessage(t);
-  return { message, sourceId: t.id, seq: t.seq, tokens: messageTokens(textTokens, message) };
+  return { message, sourceId: t.id, seq: t.seq, tokens: messageTokens(tokenizer, message, textTokens) };
 }
 
 /**
@@ -65,8 +65,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
     const page = recent > 0 ? (await store.before(conversationId, before, recent)).filter((t) => t.seq >= floor).reverse() : [];
     for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     return {
-      prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
-      history: page.map((t) => storedItem(t, counts.get(t.rowid)!)),
+      prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
+      history: page.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
       complete: false,
     };
   }
@@ -85,8 +85,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   }
   loaded.reverse();
   return {
-    prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!)),
-    history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!)),
+    prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
+    history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
     complete,
   };
 }
@@ -122,6 +122,6 @@ export function itemFor(message: ChatMessage, stored: TurnRecord | null, tokeniz
     message,
     sourceId: stored?.id ?? message.id ?? null,
     seq: stored?.seq ?? null,
-    tokens: messageTokens(tokenizer.count(messageText(message)), message),
+    tokens: messageTokens(tokenizer, message, tokenizer.count(messageText(message))),
   };
 }

@@ -29,7 +29,7 @@ function isToolMessage(m: ChatMessage): boolean {
 }
 
 function withText(item: HistoryItem, message: ChatMessage, tokenizer: Tokenizer): HistoryItem {
-  return { ...item, message, tokens: messageTokens(tokenizer.count(messageText(message)), message) };
+  return { ...item, message, tokens: messageTokens(tokenizer, message, tokenizer.count(messageText(message))) };
 }
 
 /** A caller's text shortened to one line, as data. */

@@ -71,7 +71,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
     }
     if (embedder) embedder.save();
     const turns = await store.range(conv.id, 0, 1_000_000);
-    const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer.count(t.text), t)]));
+    const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer, t, tokenizer.count(t.text))]));
     for (const q of conv.questions) {
       const message: ChatMessage = { role: 'user', content: q.question };
       const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message, ...(q.now ? { now: q.now } : {}) }));

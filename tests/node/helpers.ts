@@ -14,10 +14,15 @@ export const createMemory = (options: MemoryOptions = {}) => create({ embedder: 
 const reference = new Tiktoken(o200k);
 export const refCount = (text: string): number => reference.encode(text, [], []).length;
 
-/** The request's tokens recounted from scratch: messages with markup, the memory block, reply priming. */
+/**
+ * The request's tokens recounted from scratch, as OpenAI's cookbook counts them: per message 3 plus the tokens of
+ * every value (role, text, name, tool call id) plus 1 for a name; the memory block as one more system message;
+ * 3 to prime the reply.
+ */
 export function recount(ctx: AssembledContext): number {
-  const messages = ctx.messages.reduce((n, m) => n + refCount(messageText(m)) + 3 + (m.name ? 1 : 0), 0);
-  const memory = ctx.prependText ? refCount(ctx.prependText) + 3 : 0;
+  const values = (m: ChatMessage) => [m.role, messageText(m), m.name ?? '', m.toolCallId ?? ''].reduce((n, v) => n + refCount(v), 0);
+  const messages = ctx.messages.reduce((n, m) => n + 3 + values(m) + (m.name ? 1 : 0), 0);
+  const memory = ctx.prependText ? 3 + values({ role: 'system', content: ctx.prependText }) : 0;
   return messages + memory + 3;
 }
 

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createTokenizer, encodingForModel } from '../../src/tokens/tokenizer.js';
 import { resolveOptions } from '../../src/options.js';
+import { messageText } from '../../src/messages.js';
+import { TOKENS_PER_MESSAGE, TOKENS_PER_NAME, blockTokens, messageTokens } from '../../src/tokens/chat-format.js';
+import type { ChatMessage, Tokenizer } from '../../src/types.js';
 import { refCount } from './helpers.js';
 
 const SAMPLES = [
@@ -51,5 +54,39 @@ describe('tokenizers', () => {
     const text = 'An estimate must never undercount the real tokenizer. '.repeat(10);
     expect(est.count(text)).toBe(Math.ceil(refCount(text) * 1.25));
     expect(resolveOptions({ model: 'gpt-4' }).encoding).toBe('cl100k_base');
+  });
+});
+
+describe("chat format: a message counted the provider's way", () => {
+  // OpenAI's cookbook, num_tokens_from_messages: 3 per message, the tokens of every value in it, 1 more for a name.
+  const cookbook = (m: ChatMessage): number =>
+    3 + [m.role, messageText(m), m.name ?? '', m.toolCallId ?? ''].reduce((n, v) => n + refCount(v), 0) + (m.name ? 1 : 0);
+  const MESSAGES: ChatMessage[] = [
+    { role: 'user', content: 'Hello there' },
+    { role: 'user', content: 'Hello there', name: 'Caroline' },
+    { role: 'assistant', content: 'Sure.', name: 'Dr. Evelyn Hartmann-Okonkwo, Chief Medical Officer of St. Bartholomew' },
+    { role: 'system', content: 'You are helpful.' },
+    { role: 'assistant', content: null, toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } }] },
+    { role: 'tool', content: '{"result": 42}', toolCallId: 'call_8x7Yq2LmZpW3vT9k' },
+    { role: 'user', content: [{ type: 'text', text: 'part one' }, { type: 'text', text: '日本語 🧠' }], name: 'ann_b' },
+  ];
+
+  it('counts the role, the name and a tool call id with the tokenizer, as the cookbook does', async () => {
+    const t = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
+    for (const m of MESSAGES) expect(messageTokens(t, m, t.count(messageText(m))), JSON.stringify(m)).toBe(cookbook(m));
+    // The name's own tokens: far more than the one token the markup adds for it.
+    const named = MESSAGES[2]!;
+    expect(messageTokens(t, named, t.count(messageText(named))) - messageTokens(t, { role: 'assistant' }, t.count(messageText(named))))
+      .toBe(refCount(named.name!) + TOKENS_PER_NAME);
+    expect(refCount(named.name!)).toBeGreaterThan(10);
+  });
+
+  it('uses the tokenizer it is given for the role and the name', () => {
+    const chars: Tokenizer = { name: 'chars', encoding: 'o200k_base', exact: true, count: (s) => s.length };
+    expect(messageTokens(chars, { role: 'assistant', name: 'Ann' }, 10)).toBe(10 + TOKENS_PER_MESSAGE + 9 + 3 + TOKENS_PER_NAME);
+    expect(messageTokens(chars, { role: 'tool', toolCallId: 'call_1' }, 0)).toBe(TOKENS_PER_MESSAGE + 4 + 6);
+    // A memory block is a system message of its own.
+    expect(blockTokens(chars, 'abc')).toBe(3 + TOKENS_PER_MESSAGE + 6);
+    expect(blockTokens(chars, '')).toBe(0);
   });
 });
