@@ -69,10 +69,10 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     tags: (conversationId) => open(() => remote.tags(conversationId)),
     // Comlink reaches nested members by path; its types see the property itself as a promise.
     aliases: {
-      add: (alias, tag) => open(() => (remote.aliases as unknown as Remote<AliasApi>).add(alias, tag)),
-      remove: (alias) => open(() => (remote.aliases as unknown as Remote<AliasApi>).remove(alias)),
-      list: () => open(() => (remote.aliases as unknown as Remote<AliasApi>).list()),
-      suggest: (limit) => open(() => (remote.aliases as unknown as Remote<AliasApi>).suggest(limit)),
+      add: (alias, tag, scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).add(alias, tag, scope)),
+      remove: (alias, scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).remove(alias, scope)),
+      list: (scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).list(scope)),
+      suggest: (limit, scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).suggest(limit, scope)),
     },
     compact: (conversationId) => open(() => remote.compact(conversationId)),
     flush: () => open(() => remote.flush()),

@@ -29,6 +29,7 @@ import { type TagAlias, type TagStat, createTagStore } from './tags/tag-store.js
 import { storedOverlap } from './store/reconcile.js';
 import { migrate } from './store/schema.js';
 import { type NewTurn, createTurnStore, publicTurn } from './store/turn-store.js';
+import { CACHED_CONVERSATIONS, Lru } from './cache.js';
 import { countCacheKey } from './tokens/chat-format.js';
 import { createTokenizer } from './tokens/tokenizer.js';
 import type {
@@ -36,14 +37,28 @@ import type {
   ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
 
-/** Tag aliases: `db` is read as `database` everywhere, in every conversation. */
+/**
+ * Tag aliases: `db` is read as `database`. A manual alias applies in every conversation, or in one when given
+ * `{ conversationId }`; a learned (`'auto'`) alias applies only in the conversation whose content taught it. In a
+ * conversation, its own manual aliases come first, then the global ones, then its learned ones. Arguments of any
+ * other type, text that names no tag (`'!!!'`), lone surrogates and spellings over 128 characters are refused with
+ * INVALID_ARGUMENT, and nothing changes.
+ */
 export interface AliasApi {
-  /** Records an alias and rewrites stored tags spelled that way. Both are canonicalized first. */
-  add(alias: string, tag: string): Promise<TagAlias>;
-  remove(alias: string): Promise<boolean>;
-  list(): Promise<TagAlias[]>;
-  /** Pairs of stored tags that look like spellings of one thing (edit distance, prefixes, hyphens). */
-  suggest(limit?: number): Promise<AliasSuggestion[]>;
+  /**
+   * Records a manual alias and rewrites stored tags spelled that way, in its scope only (one transaction). Both are
+   * canonicalized first; the alias must differ from the tag it reads as.
+   */
+  add(alias: string, tag: string, scope?: { conversationId?: string }): Promise<TagAlias>;
+  /** Removes the global alias, or the conversation's own (manual or learned); tags it rewrote stay as they are. */
+  remove(alias: string, scope?: { conversationId?: string }): Promise<boolean>;
+  /** The global aliases; with a conversation, the global ones followed by that conversation's own. */
+  list(scope?: { conversationId?: string }): Promise<TagAlias[]>;
+  /**
+   * Pairs of tags of one conversation that look like spellings of one thing (edit distance, prefixes, hyphens),
+   * at most `limit` (an integer ≥ 1, default 50); over all conversations unless one is given.
+   */
+  suggest(limit?: number, scope?: { conversationId?: string }): Promise<AliasSuggestion[]>;
 }
 
 /** The engine: the two hooks around an LLM call, plus inspection. Same methods in-process and over a worker. */
@@ -123,8 +138,9 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     : [opts.tagger, ...(llm ? [llmTagger(llm)] : []), keyword];
   const index = createTagIndex({ turns: store, tags: tagStore, canonicalizer, taggers, minTags: opts.minTags, maxTags: opts.maxTags });
   const rules = createTagRules(opts.tagRules);
-  // The hint changes only every HINT_EVERY units, so the stable head of the prompt stays cacheable.
-  const hints = new Map<string, { key: number; text: string }>();
+  // The hint changes only every HINT_EVERY units, so the stable head of the prompt stays cacheable. Kept for the
+  // most recently used conversations only: an engine may see any number of conversation ids.
+  const hints = new Lru<string, { key: number; text: string }>(CACHED_CONVERSATIONS);
   let tokenizerPromise: Promise<Tokenizer> | undefined;
   const tokenizer = () => (tokenizerPromise ??= createTokenizer({ tokenizer: opts.tokenizer, encoding: opts.encoding, margin: opts.margin }));
   let closed = false;
@@ -356,16 +372,16 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     },
 
     aliases: {
-      add: (alias, tag) => serial(() => {
-        if (typeof alias !== 'string' || typeof tag !== 'string' || !alias.trim() || !tag.trim()) {
-          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'aliases.add(alias, tag) takes two non-empty strings, e.g. aliases.add("db", "database").');
-        }
-        hints.clear();
-        return canonicalizer.add(alias, tag, new Date().toISOString());
+      // Arguments are checked by the canonicalizer, inside the queue: a bad one is a rejected promise.
+      add: (alias, tag, scope) => serial(async () => {
+        const added = await canonicalizer.add(alias, tag, scope, new Date().toISOString());
+        if (added.conversationId === null) hints.clear();
+        else hints.delete(added.conversationId);
+        return added;
       }),
-      remove: (alias) => serial(() => canonicalizer.remove(String(alias))),
-      list: () => serial(() => canonicalizer.list()),
-      suggest: (limit) => serial(() => canonicalizer.suggest(limit)),
+      remove: (alias, scope) => serial(() => canonicalizer.remove(alias, scope)),
+      list: (scope) => serial(() => canonicalizer.list(scope)),
+      suggest: (limit, scope) => serial(() => canonicalizer.suggest(limit, scope)),
     },
 
     embeddingStatus(conversationId) {

@@ -177,6 +177,28 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     ) WITHOUT ROWID`,
     `CREATE INDEX embeddings_by_ref ON embeddings (conversation_id, kind, ref)`,
   ],
+  // 6: aliases get a scope. '' is global (manual aliases only: the CHECK keeps learned ones out of it); otherwise the
+  // conversation the alias belongs to, the only one it reads and rewrites. Learned ('auto') aliases came from one
+  // conversation's content and were applied to all of them, so one user's spellings rewrote another's memory.
+  // Existing manual rows stay global, as they were added. Existing auto rows are dropped, not attributed: the table
+  // never recorded where they were learned, and the conversations whose tags use the target are exactly the ones
+  // the global alias rewrote (attributing by them would keep the leak); they are derived data, and the conversation
+  // that taught one learns it again the next time the spelling comes up. Tags they already rewrote stay as they are.
+  [
+    `CREATE TABLE tag_aliases_scoped (
+      conversation_id TEXT NOT NULL,
+      alias TEXT NOT NULL,
+      tag TEXT NOT NULL,
+      source TEXT NOT NULL CHECK (source IN ('manual', 'auto')),
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, alias),
+      CHECK (source = 'manual' OR conversation_id <> '')
+    ) WITHOUT ROWID`,
+    `INSERT INTO tag_aliases_scoped (conversation_id, alias, tag, source, created_at)
+      SELECT '', alias, tag, source, created_at FROM tag_aliases WHERE source = 'manual'`,
+    `DROP TABLE tag_aliases`,
+    `ALTER TABLE tag_aliases_scoped RENAME TO tag_aliases`,
+  ],
 ];
 
 /** The schema version this build writes. */

@@ -1,10 +1,19 @@
+import { PagewiseError, isPagewiseError } from '../errors.js';
+import { checkWellFormed, describe, validateConversationId } from '../messages.js';
 import { isAliasCandidate, isAutoAlias, slug } from './canonicalize.js';
-import type { TagAlias, TagStore } from './tag-store.js';
+import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
+import type { AliasRewrite, TagAlias, TagStore } from './tag-store.js';
 
 interface Vocab {
   counts: Map<string, number>;
   /** Tags by first letter and length, so a new tag is compared with a few known ones only. */
   buckets: Map<string, string[]>;
+}
+
+/** A conversation's own aliases, by source. */
+interface Local {
+  manual: Map<string, string>;
+  auto: Map<string, string>;
 }
 
 function bucketKey(tag: string, length = tag.length): string {
@@ -15,20 +24,121 @@ function bucketKey(tag: string, length = tag.length): string {
 export interface AliasSuggestion {
   alias: string;
   tag: string;
-  /** Units carrying each, over all conversations. */
+  /** Units carrying each, over the conversations where both spellings occur. */
   aliasUnits: number;
   tagUnits: number;
+  /** In how many conversations both spellings occur (suggestions only pair tags of one conversation). */
+  conversations: number;
+}
+
+const MODULE = 'aliases';
+/** The longest alias or tag accepted, in UTF-16 code units (a canonical tag is cut to 64 characters). */
+export const MAX_ALIAS_LENGTH = 128;
+const DEFAULT_SUGGESTIONS = 50;
+
+// describe() reads the value (Array.isArray throws on a revoked Proxy): a value that cannot be read is named as such.
+function show(value: unknown): string {
+  try {
+    return describe(value);
+  } catch {
+    return 'a value that cannot be inspected';
+  }
+}
+
+function invalid(path: string, message: string): never {
+  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path}: ${message}`, { path });
+}
+
+/** A caller's alias or tag, canonical; anything that names no tag is INVALID_ARGUMENT. */
+function spelling(value: unknown, path: string, example: string): string {
+  if (typeof value !== 'string') invalid(path, `must be a string such as "${example}" (got ${show(value)}).`);
+  if (value.length > MAX_ALIAS_LENGTH) {
+    invalid(path, `is ${value.length} characters long, over ${MAX_ALIAS_LENGTH}: pass the tag's name (a word or a few), such as "${example}".`);
+  }
+  checkWellFormed(value, 'INVALID_ARGUMENT', path, MODULE);
+  const canonical = slug(value);
+  if (canonical === '') invalid(path, `has no letters or digits (got ${show(value)}), so it names no tag. Pass a word such as "${example}".`);
+  return canonical;
+}
+
+/** The optional last argument `{ conversationId }`: the conversation, or null for every conversation. */
+function scopeOf(value: unknown, method: string): string | null {
+  if (value === undefined) return null;
+  const hint = `${method} takes an optional { conversationId } as its last argument (leave it out for every conversation)`;
+  let field: PropertyDescriptor | undefined;
+  try {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) invalid('scope', `${hint}; got ${show(value)}.`);
+    const proto = Object.getPrototypeOf(value) as unknown;
+    if (proto !== Object.prototype && proto !== null) invalid('scope', `${hint}; got an object that is not a plain object.`);
+    for (const key of Reflect.ownKeys(value)) {
+      // A misspelt key must not turn a per-conversation alias into a global one.
+      if (key !== 'conversationId') invalid('scope', `${hint}; ${typeof key === 'string' ? show(key) : 'a symbol'} is not an option.`);
+    }
+    field = Object.getOwnPropertyDescriptor(value, 'conversationId');
+  } catch (error) {
+    // A Proxy whose traps throw (or a revoked one).
+    if (isPagewiseError(error)) throw error;
+    invalid('scope', `${hint}; got an object that cannot be read.`);
+  }
+  if (field === undefined) return null;
+  if (!('value' in field)) invalid('scope.conversationId', 'must be a plain property holding a string, not a getter.');
+  return field.value === undefined ? null : validateConversationId(field.value, 'scope.conversationId');
+}
+
+function limitOf(value: unknown): number {
+  if (value === undefined) return DEFAULT_SUGGESTIONS;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    invalid('limit', `must be an integer ≥ 1 (got ${show(value)}); leave it out for ${DEFAULT_SUGGESTIONS}.`);
+  }
+  return value;
 }
 
 /**
- * Makes every tag canonical before it is stored or matched: slug and plural folding, then manual aliases, then
- * automatic aliases of known tags (one edit apart in a long word, or the same without hyphens), which are recorded.
+ * The spelling `start` is read as, through alias maps tried in order at each step (a conversation's manual aliases,
+ * then the global ones, then the ones it learned), followed until no alias changes it; a cycle stops before it
+ * comes back.
+ */
+function resolve(layers: readonly ReadonlyMap<string, string>[], start: string): string {
+  let tag = start;
+  const seen = new Set([tag]);
+  for (;;) {
+    let next: string | undefined;
+    for (const map of layers) if ((next = map.get(tag)) !== undefined) break;
+    if (next === undefined || seen.has(next)) return tag;
+    seen.add(next);
+    tag = next;
+  }
+}
+
+/**
+ * Makes every tag canonical before it is stored or matched: slug and plural folding, then aliases, then automatic
+ * aliases of known tags (one edit apart in a long word, or the same without hyphens), which are recorded.
+ *
+ * Scopes: a manual alias is global or belongs to one conversation; a learned alias always belongs to the conversation
+ * whose content taught it, and is read and applied there only (one user's spellings must not rewrite another's
+ * memory). In a conversation, its manual aliases come first, then global ones, then its learned ones.
+ *
+ * The public methods (`add`, `remove`, `list`, `suggest`) take the caller's arguments unchecked and refuse anything
+ * else than their documented types with INVALID_ARGUMENT (a bad conversation id: INVALID_CONVERSATION_ID), before
+ * anything is read or stored.
  */
 export function createCanonicalizer(store: TagStore) {
-  let aliases: Map<string, string> | null = null;
-  const vocabs = new Map<string, Vocab>();
+  let global: Map<string, string> | null = null;
+  // Per conversation, for the most recently used ones only: an engine may see any number of conversation ids.
+  const locals = new Lru<string, Local>(CACHED_CONVERSATIONS);
+  const vocabs = new Lru<string, Vocab>(CACHED_CONVERSATIONS);
 
-  const aliasMap = async () => (aliases ??= new Map((await store.aliases()).map((a) => [a.alias, a.tag])));
+  const globalMap = async () => (global ??= new Map((await store.aliases()).map((a) => [a.alias, a.tag])));
+
+  const local = async (conversationId: string): Promise<Local> => {
+    let l = locals.get(conversationId);
+    if (!l) {
+      l = { manual: new Map(), auto: new Map() };
+      for (const a of await store.aliases(conversationId, true)) l[a.source].set(a.alias, a.tag);
+      locals.set(conversationId, l);
+    }
+    return l;
+  };
 
   const vocab = async (conversationId: string): Promise<Vocab> => {
     let v = vocabs.get(conversationId);
@@ -60,21 +170,29 @@ export function createCanonicalizer(store: TagStore) {
     return best;
   }
 
+  /** Alias maps of a conversation, in the order they are tried. */
+  const layersOf = async (conversationId: string): Promise<ReadonlyMap<string, string>[]> => {
+    const l = await local(conversationId);
+    return [l.manual, await globalMap(), l.auto];
+  };
+
   return {
     /** Canonical, deduplicated tags of a conversation, in the order given; empty spellings are dropped. */
     async canonical(conversationId: string, raws: readonly string[], nowIso: string): Promise<string[]> {
-      const map = await aliasMap();
+      const layers = await layersOf(conversationId);
+      const learned = (await local(conversationId)).auto;
       const v = await vocab(conversationId);
       const out: string[] = [];
       for (const raw of raws) {
         let tag = slug(raw);
         if (!tag) continue;
-        tag = map.get(tag) ?? tag;
-        if (!v.counts.has(tag)) {
+        tag = resolve(layers, tag);
+        if (!v.counts.has(tag) && !layers.some((m) => m.has(tag))) {
           const known = autoAliasOf(v, tag);
           if (known !== null) {
-            await store.addAlias(tag, known, 'auto', nowIso);
-            map.set(tag, known);
+            // Learned from this conversation's content: recorded for it, and rewrites nothing elsewhere.
+            await store.addAlias({ alias: tag, tag: known, source: 'auto', createdAt: nowIso, conversationId }, [{ conversationId, tag: known }]);
+            learned.set(tag, known);
             tag = known;
           }
         }
@@ -94,44 +212,117 @@ export function createCanonicalizer(store: TagStore) {
       await vocab(conversationId);
     },
 
-    async add(alias: string, tag: string, nowIso: string): Promise<TagAlias> {
-      const a = slug(alias);
-      const t = (await aliasMap()).get(slug(tag)) ?? slug(tag);
-      await store.addAlias(a, t, 'manual', nowIso);
-      aliases = null;
-      vocabs.clear();
-      return { alias: a, tag: t, source: 'manual', createdAt: nowIso };
-    },
-
-    async remove(alias: string): Promise<boolean> {
-      const removed = await store.removeAlias(slug(alias));
-      aliases = null;
-      return removed;
-    },
-
-    list(): Promise<TagAlias[]> {
-      return store.aliases();
-    },
-
-    /** Pairs of stored tags that look like spellings of one thing; the rarer one is proposed as the alias. */
-    async suggest(limit = 50): Promise<AliasSuggestion[]> {
-      const all = await store.allTags();
-      const map = await aliasMap();
-      const out: AliasSuggestion[] = [];
-      const byFirst = new Map<string, { tag: string; units: number }[]>();
-      for (const t of all) {
-        if (map.has(t.tag)) continue;
-        const list = byFirst.get(t.tag[0]!) ?? [];
-        for (const other of list) {
-          if (isAliasCandidate(t.tag, other.tag)) {
-            const [alias, tag] = t.units <= other.units ? [t, other] : [other, t];
-            out.push({ alias: alias.tag, tag: tag.tag, aliasUnits: alias.units, tagUnits: tag.units });
-          }
-        }
-        list.push(t);
-        byFirst.set(t.tag[0]!, list);
+    /**
+     * Records a manual alias, global or of one conversation, and rewrites the stored tags spelled `alias` in its
+     * scope only (a global alias: every conversation, each to the spelling the alias reads as there). One
+     * transaction. The tag is read through the aliases of the scope first, so the alias points at the final spelling.
+     */
+    async add(aliasIn: unknown, tagIn: unknown, scopeIn: unknown, nowIso: string): Promise<TagAlias> {
+      const alias = spelling(aliasIn, 'alias', 'db');
+      const wanted = spelling(tagIn, 'tag', 'database');
+      const conversationId = scopeOf(scopeIn, 'aliases.add');
+      const g = await globalMap();
+      const l = conversationId === null ? null : await local(conversationId);
+      const tag = resolve(l ? [l.manual, g, l.auto] : [g], wanted);
+      if (tag === alias) {
+        invalid('tag', wanted === alias
+          ? `${JSON.stringify(alias)} and the tag are one tag once canonical (case, plurals and punctuation are folded): pass two different tags.`
+          : `${JSON.stringify(wanted)} is already read as ${JSON.stringify(alias)} through existing aliases, so this one would make a loop: remove the alias that leads there first (see aliases.list()).`);
       }
-      return out.sort((a, b) => b.aliasUnits + b.tagUnits - (a.aliasUnits + a.tagUnits)).slice(0, limit);
+      const entry: TagAlias = { alias, tag, source: 'manual', createdAt: nowIso, conversationId };
+      const rewrites: AliasRewrite[] = [];
+      if (l && conversationId !== null) {
+        rewrites.push({ conversationId, tag: resolve([new Map(l.manual).set(alias, tag), g, l.auto], alias) });
+      } else {
+        const next = new Map(g).set(alias, tag);
+        for (const c of await store.conversationsWithTag(alias)) {
+          const own = await local(c);
+          rewrites.push({ conversationId: c, tag: resolve([own.manual, next, own.auto], alias) });
+        }
+      }
+      try {
+        await store.addAlias(entry, rewrites);
+      } finally {
+        if (conversationId === null) global = null;
+        else locals.delete(conversationId);
+        for (const r of rewrites) vocabs.delete(r.conversationId);
+      }
+      return entry;
+    },
+
+    /** Removes an alias of one scope (global when no conversation is given); stored tags it rewrote stay. */
+    async remove(aliasIn: unknown, scopeIn: unknown): Promise<boolean> {
+      const alias = spelling(aliasIn, 'alias', 'db');
+      const conversationId = scopeOf(scopeIn, 'aliases.remove');
+      try {
+        return await store.removeAlias(conversationId, alias);
+      } finally {
+        if (conversationId === null) global = null;
+        else locals.delete(conversationId);
+      }
+    },
+
+    /** The global aliases, or those that apply in a conversation: the global ones, then its own (manual and learned). */
+    async list(scopeIn: unknown): Promise<TagAlias[]> {
+      const conversationId = scopeOf(scopeIn, 'aliases.list');
+      return conversationId === null ? store.aliases() : store.aliases(conversationId);
+    },
+
+    /**
+     * Pairs of tags of one conversation that look like spellings of one thing; the rarer one is proposed as the
+     * alias. Over every conversation unless one is given: a pair counts only where both spellings occur in the same
+     * conversation (tags of different users are not compared), summed over those conversations.
+     */
+    async suggest(limitIn: unknown, scopeIn: unknown): Promise<AliasSuggestion[]> {
+      const limit = limitOf(limitIn);
+      const conversationId = scopeOf(scopeIn, 'aliases.suggest');
+      const groups = new Map<string, { tag: string; units: number }[]>();
+      const aliased = new Map<string, Set<string>>();
+      if (conversationId !== null) {
+        groups.set(conversationId, (await store.vocabulary(conversationId)).map((t) => ({ tag: t.tag, units: t.units })));
+        aliased.set(conversationId, new Set((await layersOf(conversationId)).flatMap((m) => [...m.keys()])));
+      } else {
+        for (const t of await store.tagsByConversation()) {
+          const list = groups.get(t.conversationId) ?? [];
+          list.push(t);
+          groups.set(t.conversationId, list);
+        }
+        const everywhere = new Set((await store.aliases()).map((a) => a.alias));
+        for (const a of await store.allAliases()) {
+          if (a.conversationId === null) continue;
+          const keys = aliased.get(a.conversationId) ?? new Set(everywhere);
+          keys.add(a.alias);
+          aliased.set(a.conversationId, keys);
+        }
+        for (const c of groups.keys()) if (!aliased.has(c)) aliased.set(c, everywhere);
+      }
+      const pairs = new Map<string, { a: string; b: string; aUnits: number; bUnits: number; conversations: number }>();
+      for (const [c, tags] of groups) {
+        const skip = aliased.get(c)!;
+        const byFirst = new Map<string, { tag: string; units: number }[]>();
+        for (const t of tags) {
+          if (skip.has(t.tag)) continue;
+          const list = byFirst.get(t.tag[0]!) ?? [];
+          for (const other of list) {
+            if (!isAliasCandidate(t.tag, other.tag)) continue;
+            const [x, y] = t.tag < other.tag ? [t, other] : [other, t];
+            const key = `${x.tag} ${y.tag}`;
+            const pair = pairs.get(key) ?? { a: x.tag, b: y.tag, aUnits: 0, bUnits: 0, conversations: 0 };
+            pair.aUnits += x.units;
+            pair.bUnits += y.units;
+            pair.conversations++;
+            pairs.set(key, pair);
+          }
+          list.push(t);
+          byFirst.set(t.tag[0]!, list);
+        }
+      }
+      // The rarer spelling is the alias; on a tie, the one later in alphabetical order.
+      const out = [...pairs.values()].map((p): AliasSuggestion => (p.aUnits < p.bUnits
+        ? { alias: p.a, tag: p.b, aliasUnits: p.aUnits, tagUnits: p.bUnits, conversations: p.conversations }
+        : { alias: p.b, tag: p.a, aliasUnits: p.bUnits, tagUnits: p.aUnits, conversations: p.conversations }));
+      return out.sort((x, y) => y.aliasUnits + y.tagUnits - (x.aliasUnits + x.tagUnits) || (x.alias < y.alias ? -1 : x.alias > y.alias ? 1 : 0)
+        || (x.tag < y.tag ? -1 : 1)).slice(0, limit);
     },
   };
 }

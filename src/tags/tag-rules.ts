@@ -1,4 +1,5 @@
 import picomatch from 'picomatch';
+import { Lru } from '../cache.js';
 import type { TagRule } from '../types.js';
 
 /** A tag rule with its defaults filled in. */
@@ -18,7 +19,8 @@ export function createTagRules(rules: readonly TagRule[] = []) {
     test: picomatch(r.match, { nocase: true }),
     rule: { match: r.match, priority: r.priority ?? 5, ttlDays: r.ttlDays ?? null, summaryPrompt: r.summaryPrompt ?? null },
   }));
-  const cache = new Map<string, ResolvedRule>();
+  // The rule of each tag seen, for the most recent tags (every conversation's tags pass here).
+  const cache = new Lru<string, ResolvedRule>(4096);
   const ruleFor = (tag: string): ResolvedRule => {
     let rule = cache.get(tag);
     if (!rule) {

@@ -1,3 +1,4 @@
+import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
 import { placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver } from '../types.js';
 
@@ -20,13 +21,35 @@ export interface TagStat {
   lastUsed: string;
 }
 
-/** A manual or detected alias: `alias` is always read as `tag`. */
+/**
+ * A manual or learned alias: `alias` is read as `tag`, in every conversation (`conversationId: null`, manual
+ * aliases only) or in one conversation. Learned (`'auto'`) aliases always belong to the conversation they were
+ * learned from.
+ */
 export interface TagAlias {
   alias: string;
   tag: string;
   source: 'manual' | 'auto';
   createdAt: string;
+  /** The conversation the alias applies to; null: every conversation. */
+  conversationId: string | null;
 }
+
+/** A rewrite of one conversation's stored tags spelled as a new alias, to the spelling it reads as there. */
+export interface AliasRewrite {
+  conversationId: string;
+  tag: string;
+}
+
+// The scope column: '' is global (conversation ids are never empty), otherwise the conversation id.
+const GLOBAL = '';
+const scopeOf = (conversationId: string | null): string => conversationId ?? GLOBAL;
+
+type AliasRow = { conversation_id: string; alias: string; tag: string; source: string; created_at: string };
+const aliasOf = (r: AliasRow): TagAlias => ({
+  alias: r.alias, tag: r.tag, source: r.source as TagAlias['source'], createdAt: r.created_at,
+  conversationId: r.conversation_id === GLOBAL ? null : r.conversation_id,
+});
 
 // Statistics of a tag recomputed from its rows: exact, and cheap with the (conversation, tag, unit) key.
 const RESTAT = `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq, last_used)
@@ -41,8 +64,9 @@ const GAIN = `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq
 
 /** Every SQL statement of the turn tag index, aliases and term statistics. */
 export function createTagStore(driver: StorageDriver) {
-  // Units per conversation, read once and kept current by saveUnits() (the engine is the only writer).
-  const unitCounts = new Map<string, number>();
+  // Units per conversation, read once and kept current by saveUnits() (the engine is the only writer); for the most
+  // recently used conversations only.
+  const unitCounts = new Lru<string, number>(CACHED_CONVERSATIONS);
   return {
     async lastUnit(conversationId: string): Promise<{ unitSeq: number; endSeq: number } | null> {
       const rows = await driver.query<{ unit_seq: number; end_seq: number }>(
@@ -220,43 +244,73 @@ export function createTagStore(driver: StorageDriver) {
       await driver.batch([{ sql: `UPDATE tags SET last_used = ? WHERE conversation_id = ? AND tag IN (${placeholders(tags.length)})`, params: [nowIso, conversationId, ...tags] }]);
     },
 
-    async aliases(): Promise<TagAlias[]> {
-      const rows = await driver.query<{ alias: string; tag: string; source: string; created_at: string }>('SELECT alias, tag, source, created_at FROM tag_aliases ORDER BY alias');
-      return rows.map((r) => ({ alias: r.alias, tag: r.tag, source: r.source as TagAlias['source'], createdAt: r.created_at }));
+    /**
+     * Aliases of one scope: the global ones (no argument), or the global ones then those of `conversationId` (with
+     * `own`: that conversation's only). Each in alias order.
+     */
+    async aliases(conversationId?: string, own = false): Promise<TagAlias[]> {
+      const scopes = conversationId === undefined ? [GLOBAL] : own ? [conversationId] : [GLOBAL, conversationId];
+      const rows = await driver.query<AliasRow>(
+        `SELECT conversation_id, alias, tag, source, created_at FROM tag_aliases WHERE conversation_id IN (${placeholders(scopes.length)})
+         ORDER BY conversation_id <> '', alias`, scopes);
+      return rows.map(aliasOf);
     },
 
-    /** Every tag in use, in any conversation (for alias suggestions). */
-    async allTags(): Promise<{ tag: string; units: number }[]> {
-      const rows = await driver.query<{ tag: string; units: number }>('SELECT tag, SUM(units) AS units FROM tags GROUP BY tag ORDER BY units DESC');
-      return rows.map((r) => ({ tag: r.tag, units: Number(r.units) }));
+    /** Every alias of every scope (for suggestions over all conversations). */
+    async allAliases(): Promise<TagAlias[]> {
+      return (await driver.query<AliasRow>('SELECT conversation_id, alias, tag, source, created_at FROM tag_aliases ORDER BY conversation_id, alias')).map(aliasOf);
+    },
+
+    /** Every tag of every conversation with its units, grouped by conversation (for alias suggestions). */
+    async tagsByConversation(): Promise<{ conversationId: string; tag: string; units: number }[]> {
+      const rows = await driver.query<{ conversation_id: string; tag: string; units: number }>(
+        'SELECT conversation_id, tag, units FROM tags ORDER BY conversation_id, units DESC, tag');
+      return rows.map((r) => ({ conversationId: r.conversation_id, tag: r.tag, units: Number(r.units) }));
+    },
+
+    /** Conversations with stored tags spelled `tag`. */
+    async conversationsWithTag(tag: string): Promise<string[]> {
+      const rows = await driver.query<{ conversation_id: string }>('SELECT DISTINCT conversation_id FROM unit_tags WHERE tag = ? ORDER BY conversation_id', [tag]);
+      return rows.map((r) => r.conversation_id);
     },
 
     /**
-     * Records `alias → tag` and rewrites stored tags spelled `alias` (derived data) in the same transaction, with
-     * their statistics.
+     * Records an alias in its scope and, in the same transaction, rewrites the stored tags spelled `alias` in the
+     * conversations named by `rewrites` (derived data, with their statistics) — never in any other conversation.
+     * Aliases of the same scope that pointed at `alias` now point at its tag. A manual alias replaces one of the same
+     * spelling and scope; a learned one never replaces anything.
      */
-    async addAlias(alias: string, tag: string, source: TagAlias['source'], nowIso: string): Promise<void> {
-      const convs = await driver.query<{ conversation_id: string }>('SELECT DISTINCT conversation_id FROM unit_tags WHERE tag = ?', [alias]);
+    async addAlias(entry: TagAlias, rewrites: readonly AliasRewrite[]): Promise<void> {
+      const scope = scopeOf(entry.conversationId);
       const statements: Statement[] = [
-        { sql: 'INSERT OR REPLACE INTO tag_aliases (alias, tag, source, created_at) VALUES (?, ?, ?, ?)', params: [alias, tag, source, nowIso] },
-        // An alias of an alias points at the final tag.
-        { sql: 'UPDATE tag_aliases SET tag = ? WHERE tag = ?', params: [tag, alias] },
-        { sql: `INSERT OR IGNORE INTO unit_tags (conversation_id, tag, unit_seq, related)
-                SELECT conversation_id, ?, unit_seq, related FROM unit_tags WHERE tag = ?`, params: [tag, alias] },
-        { sql: 'DELETE FROM unit_tags WHERE tag = ?', params: [alias] },
+        { sql: `INSERT OR ${entry.source === 'manual' ? 'REPLACE' : 'IGNORE'} INTO tag_aliases (conversation_id, alias, tag, source, created_at) VALUES (?, ?, ?, ?, ?)`,
+          params: [scope, entry.alias, entry.tag, entry.source, entry.createdAt] },
+        { sql: 'UPDATE tag_aliases SET tag = ? WHERE conversation_id = ? AND tag = ?', params: [entry.tag, scope, entry.alias] },
+        // A spelling read as itself is no alias.
+        { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ? AND alias = tag', params: [scope] },
       ];
-      for (const { conversation_id: c } of convs) {
-        const params: SqlValue[] = [c, tag, nowIso];
-        statements.push({ sql: RESTAT, params }, { sql: RESTAT, params: [c, alias, nowIso] });
+      for (const { conversationId: c, tag } of rewrites) {
+        if (tag === entry.alias) continue;
+        const params: SqlValue[] = [c, tag, entry.createdAt];
+        statements.push(
+          { sql: `INSERT OR IGNORE INTO unit_tags (conversation_id, tag, unit_seq, related)
+                  SELECT conversation_id, ?, unit_seq, related FROM unit_tags WHERE conversation_id = ? AND tag = ?`, params: [tag, c, entry.alias] },
+          { sql: 'DELETE FROM unit_tags WHERE conversation_id = ? AND tag = ?', params: [c, entry.alias] },
+          { sql: RESTAT, params },
+          { sql: RESTAT, params: [c, entry.alias, entry.createdAt] },
+          { sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [c] },
+        );
       }
-      statements.push({ sql: 'DELETE FROM tags WHERE units = 0' });
       await driver.batch(statements);
     },
 
-    async removeAlias(alias: string): Promise<boolean> {
-      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM tag_aliases WHERE alias = ?', [alias]);
-      await driver.batch([{ sql: 'DELETE FROM tag_aliases WHERE alias = ?', params: [alias] }]);
-      return Number(rows[0]?.n ?? 0) > 0;
+    /** Removes the alias of one scope (stored tags it rewrote stay as they are). */
+    async removeAlias(conversationId: string | null, alias: string): Promise<boolean> {
+      const scope = scopeOf(conversationId);
+      const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM tag_aliases WHERE conversation_id = ? AND alias = ?', [scope, alias]);
+      if (Number(rows[0]?.n ?? 0) === 0) return false;
+      await driver.batch([{ sql: 'DELETE FROM tag_aliases WHERE conversation_id = ? AND alias = ?', params: [scope, alias] }]);
+      return true;
     },
   };
 }

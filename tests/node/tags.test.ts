@@ -38,7 +38,7 @@ describe('canonicalizer', () => {
     const tags = (await memory.tags('c')).map((t) => t.tag);
     expect(tags).toContain('database');
     expect(tags).not.toContain('db');
-    expect(await memory.aliases.list()).toEqual([expect.objectContaining({ alias: 'db', tag: 'database', source: 'manual' })]);
+    expect(await memory.aliases.list()).toEqual([expect.objectContaining({ alias: 'db', tag: 'database', source: 'manual', conversationId: null })]);
     await memory.onTurnComplete({ conversationId: 'c', messages: [user('Another sql question about postgresql.'), assistant('Sure.')] });
     expect((await memory.tags('c')).find((t) => t.tag === 'database')?.units).toBe(2);
     const pairs = (await memory.aliases.suggest()).map((x) => [x.alias, x.tag].sort().join(' '));
