@@ -185,7 +185,12 @@ export async function contentHash(m: ChatMessage): Promise<string> {
 /** A short description of a value for error messages. */
 export function describe(value: unknown): string {
   if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
+  // Array.isArray throws on a revoked Proxy.
+  try {
+    if (Array.isArray(value)) return 'an array';
+  } catch {
+    return 'a value that cannot be inspected';
+  }
   if (typeof value === 'string') {
     // Quoted as data on one line (it may end up in a prompt through an error message), cut at a code point.
     const cut = Array.from(value.slice(0, 41)).slice(0, 40).join('');

@@ -36,28 +36,19 @@ const MODULE = 'aliases';
 export const MAX_ALIAS_LENGTH = 128;
 const DEFAULT_SUGGESTIONS = 50;
 
-// describe() reads the value (Array.isArray throws on a revoked Proxy): a value that cannot be read is named as such.
-function show(value: unknown): string {
-  try {
-    return describe(value);
-  } catch {
-    return 'a value that cannot be inspected';
-  }
-}
-
 function invalid(path: string, message: string): never {
   throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path}: ${message}`, { path });
 }
 
 /** A caller's alias or tag, canonical; anything that names no tag is INVALID_ARGUMENT. */
 function spelling(value: unknown, path: string, example: string): string {
-  if (typeof value !== 'string') invalid(path, `must be a string such as "${example}" (got ${show(value)}).`);
+  if (typeof value !== 'string') invalid(path, `must be a string such as "${example}" (got ${describe(value)}).`);
   if (value.length > MAX_ALIAS_LENGTH) {
     invalid(path, `is ${value.length} characters long, over ${MAX_ALIAS_LENGTH}: pass the tag's name (a word or a few), such as "${example}".`);
   }
   checkWellFormed(value, 'INVALID_ARGUMENT', path, MODULE);
   const canonical = slug(value);
-  if (canonical === '') invalid(path, `has no letters or digits (got ${show(value)}), so it names no tag. Pass a word such as "${example}".`);
+  if (canonical === '') invalid(path, `has no letters or digits (got ${describe(value)}), so it names no tag. Pass a word such as "${example}".`);
   return canonical;
 }
 
@@ -67,12 +58,12 @@ function scopeOf(value: unknown, method: string): string | null {
   const hint = `${method} takes an optional { conversationId } as its last argument (leave it out for every conversation)`;
   let field: PropertyDescriptor | undefined;
   try {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) invalid('scope', `${hint}; got ${show(value)}.`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) invalid('scope', `${hint}; got ${describe(value)}.`);
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) invalid('scope', `${hint}; got an object that is not a plain object.`);
     for (const key of Reflect.ownKeys(value)) {
       // A misspelt key must not turn a per-conversation alias into a global one.
-      if (key !== 'conversationId') invalid('scope', `${hint}; ${typeof key === 'string' ? show(key) : 'a symbol'} is not an option.`);
+      if (key !== 'conversationId') invalid('scope', `${hint}; ${typeof key === 'string' ? describe(key) : 'a symbol'} is not an option.`);
     }
     field = Object.getOwnPropertyDescriptor(value, 'conversationId');
   } catch (error) {
@@ -88,7 +79,7 @@ function scopeOf(value: unknown, method: string): string | null {
 function limitOf(value: unknown): number {
   if (value === undefined) return DEFAULT_SUGGESTIONS;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    invalid('limit', `must be an integer ≥ 1 (got ${show(value)}); leave it out for ${DEFAULT_SUGGESTIONS}.`);
+    invalid('limit', `must be an integer ≥ 1 (got ${describe(value)}); leave it out for ${DEFAULT_SUGGESTIONS}.`);
   }
   return value;
 }
@@ -160,6 +151,14 @@ export function createCanonicalizer(store: TagStore) {
     v.counts.set(tag, units);
   }
 
+  function forget(v: Vocab, tag: string): void {
+    if (!v.counts.delete(tag)) return;
+    const key = bucketKey(tag);
+    const list = v.buckets.get(key)!.filter((t) => t !== tag);
+    if (list.length > 0) v.buckets.set(key, list);
+    else v.buckets.delete(key);
+  }
+
   function autoAliasOf(v: Vocab, tag: string): string | null {
     let best: string | null = null;
     for (const len of [tag.length - 1, tag.length, tag.length + 1]) {
@@ -206,10 +205,23 @@ export function createCanonicalizer(store: TagStore) {
       return (await vocab(conversationId)).counts;
     },
 
-    /** Reload a conversation's vocabulary after its tags changed. */
-    async refresh(conversationId: string): Promise<void> {
-      vocabs.delete(conversationId);
-      await vocab(conversationId);
+    /**
+     * Brings a conversation's vocabulary up to date after its tags changed: only `changed` are read again (a long
+     * conversation has thousands of tags, and this runs after every indexed turn); without it, all of them.
+     */
+    async refresh(conversationId: string, changed?: readonly string[]): Promise<void> {
+      const v = changed === undefined ? undefined : vocabs.get(conversationId);
+      if (!v) {
+        vocabs.delete(conversationId);
+        await vocab(conversationId);
+        return;
+      }
+      const units = await store.tagUnits(conversationId, changed!);
+      for (const tag of changed!) {
+        const n = units.get(tag);
+        if (n !== undefined) remember(v, tag, n);
+        else forget(v, tag);
+      }
     },
 
     /**
