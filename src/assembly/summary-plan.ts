@@ -2,6 +2,12 @@ import type { SummaryStore } from '../compaction/summary-store.js';
 import type { VectorHit } from '../embed/vector-index.js';
 import type { SummaryCandidate } from './assembler.js';
 
+// Candidates read for a broad question (the tag summaries of the most used tags) and a temporal one (the earliest
+// segments): more than their share of the recall budget holds (at most 256 tokens a tag summary, 32 or more a segment),
+// and not every summary of a long conversation, each rendered and counted.
+const BROAD_TAG_SUMMARIES = 32;
+const TEMPORAL_SEGMENTS = 64;
+
 /**
  * Summaries to page in for a question, in priority order, and the share of the recall budget they may take: broad
  * questions get the tag summaries and the master, temporal ones the segments earliest first, others the summaries
@@ -13,14 +19,14 @@ export async function summaryPlan(
   const frontier = await summaries.frontier(conversationId);
   if (frontier.length === 0) return { candidates: [], share: 0 };
   if (broad) {
-    const tags = await summaries.tagSummaries(conversationId);
+    const tags = await summaries.mainTagSummaries(conversationId, BROAD_TAG_SUMMARIES);
     return { share: 0.6, candidates: [
       ...tags.map((x) => ({ summary: x, reason: `broad question: summary of topic "${x.tag}" (set cover of the compacted turns)` })),
       ...frontier.filter((x) => x.kind === 'master').map((x) => ({ summary: x, reason: 'broad question: master summary of the compacted past' })),
     ] };
   }
   if (temporal) {
-    const segments = await summaries.segments(conversationId);
+    const segments = await summaries.segments(conversationId, TEMPORAL_SEGMENTS);
     return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
   }
   // Summaries similar in meaning to the question come first, alone (a summary brings no neighbours). For a specific

@@ -1,12 +1,13 @@
 import { PagewiseError } from '../errors.js';
 import { prefixLength, storedTextTokens } from '../history.js';
+import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
 import { TOKENS_PER_MESSAGE, countCacheKey } from '../tokens/chat-format.js';
 import type { CompactionReport, Summarizer, SummaryItem, SummaryRequest, Tokenizer } from '../types.js';
-import { type Segment, pool, segment, setCover } from './segmenter.js';
+import { type Segment, type TaggedUnit, pool, segment, setCover } from './segmenter.js';
 import type { NewSummary, SummaryRecord, SummaryStore } from './summary-store.js';
 
 export interface CompactionSettings {
@@ -54,6 +55,35 @@ export interface Pressure {
 }
 
 const MIN_SUMMARY = 32;
+// Units planned per batch: a long backlog (an import) is compacted batch by batch, each with its roll-ups and tags.
+const PLAN_UNITS = 2048;
+// A hard compaction runs inside onTurnComplete: it stops (between segments) after this many turns or milliseconds;
+// the rest is left to the next calls and the background.
+export const HARD_TURNS = 512;
+export const HARD_MS = 400;
+// Segments a tag summary folds in at once (with its previous text).
+export const FOLD_SEGMENTS = 32;
+// Tags a roll-up, the master or a tag summary inherits at most (the most frequent among its parts), so that the
+// master's list does not grow with the conversation.
+export const ROLLUP_TAGS = 24;
+
+/** A segment committed by this pass: its units with their primary tags, and the summary's tags. */
+interface CommittedSegment {
+  units: readonly TaggedUnit[];
+  tags: readonly string[];
+  related: readonly string[];
+}
+
+/**
+ * A roll-up's inherited tags: of the tags its parts carry, the `limit` on the most units of the conversation (`used`),
+ * ties to those on more parts, then to the earlier.
+ */
+export function prominent(lists: readonly (readonly string[])[], used: ReadonlyMap<string, number>, limit: number): string[] {
+  const parts = new Map<string, number>();
+  for (const list of lists) for (const t of new Set(list)) parts.set(t, (parts.get(t) ?? 0) + 1);
+  // Map order is first appearance: a stable sort keeps it among equals.
+  return [...parts].sort((a, b) => (used.get(b[0]) ?? 0) - (used.get(a[0]) ?? 0) || b[1] - a[1]).slice(0, limit).map(([t]) => t);
+}
 
 function speaker(t: TurnRecord): string {
   return t.name ?? t.role;
@@ -66,6 +96,8 @@ function newId(): string {
 /** The monitor, segmenter and compactor of seed 000, with seed 004's levels on the same summaries. */
 export function createCompactor(d: CompactorDeps) {
   const s = d.settings;
+  // The active history's turn tokens as last measured: from the watermark to `end` (exclusive), per conversation.
+  const measured = new Lru<string, { watermark: number; end: number; tokens: number }>(CACHED_CONVERSATIONS);
 
   const pressure = async (conversationId: string): Promise<Pressure> => {
     const tok = await d.tokenizer();
@@ -75,7 +107,19 @@ export function createCompactor(d: CompactorDeps) {
     const watermark = Math.max(prefixEnd, state?.watermark ?? 0);
     const turnCount = await d.turns.turnCount(conversationId);
     const key = countCacheKey(tok);
-    let active = key === null ? null : await d.summaries.turnTokensFrom(conversationId, watermark, key, TOKENS_PER_MESSAGE);
+    let active: number | null = null;
+    if (key !== null) {
+      // Turns are only appended and their counts never change: the sum is carried forward from the last measure,
+      // adding the turns stored since (a full recount only when the watermark moved).
+      const last = measured.get(conversationId);
+      const more = last && last.watermark === watermark ? await d.summaries.turnTokensFrom(conversationId, last.end, key, TOKENS_PER_MESSAGE) : null;
+      const all = more && last ? { tokens: last.tokens + more.tokens, turns: last.end - watermark + more.turns }
+        : await d.summaries.turnTokensFrom(conversationId, watermark, key, TOKENS_PER_MESSAGE);
+      if (all) {
+        active = all.tokens;
+        measured.set(conversationId, { watermark, end: watermark + all.turns, tokens: all.tokens });
+      }
+    }
     if (active === null) {
       const rest = await d.turns.range(conversationId, watermark, 1_000_000);
       const counts = await storedTextTokens(d.turns, tok, rest);
@@ -127,11 +171,12 @@ export function createCompactor(d: CompactorDeps) {
     const tagRows = await d.tags.tagsOf(conversationId, seg.units.map((u) => u.unitSeq));
     const related = [...new Set([...tagRows.values()].flatMap((r) => r.related))].filter((t) => !seg.tags.includes(t));
     const counts = await storedTextTokens(d.turns, tok, inside);
+    const tokens = [...counts.values()].reduce((a, b) => a + b, 0);
     const request: SummaryRequest = {
       conversationId, kind: 'segment', level: 1,
       items: inside.map((t) => ({ id: t.id, speaker: speaker(t), text: t.text, createdAt: t.createdAt })),
       tags: seg.tags, relatedTags: related, instructions: instructions(seg.tags),
-      targetTokens: target([...counts.values()].reduce((a, b) => a + b, 0)),
+      targetTokens: target(tokens),
     };
     if (before) request.before = `${speaker(before)}: ${before.text}`;
     if (after) request.after = `${speaker(after)}: ${after.text}`;
@@ -144,66 +189,110 @@ export function createCompactor(d: CompactorDeps) {
     for (let level = 1; level < s.maxSumLevel; level++) {
       for (;;) {
         if (signal.aborted) return made;
-        const frontier = await atomic(() => d.summaries.frontier(conversationId));
-        const atLevel = frontier.filter((x) => x.level === level && x.kind !== 'master');
-        if (atLevel.length < s.nSumSum) break;
-        const group = atLevel.slice(0, s.nSumSum);
         const master = level + 1 === s.maxSumLevel;
-        const previous = master ? frontier.find((x) => x.kind === 'master') : undefined;
+        // The oldest group of the level (not the whole frontier: during a pass it holds every segment not rolled up yet).
+        const { group, previous } = await atomic(async () => ({
+          group: await d.summaries.unrolled(conversationId, level, s.nSumSum),
+          previous: master ? await d.summaries.master(conversationId) : null,
+        }));
+        if (group.length < s.nSumSum) break;
         const parts = previous ? [previous, ...group] : group;
-        const tags = [...new Set(parts.flatMap((x) => x.tags))];
-        const related = [...new Set(parts.flatMap((x) => x.relatedTags))].filter((t) => !tags.includes(t));
+        // The tags of the parts most used in the conversation (the previous master's are the most used so far).
+        const usage = await atomic(() => d.canonicalizer.counts(conversationId));
+        const tags = prominent(parts.map((x) => x.tags), usage, ROLLUP_TAGS);
+        const related = prominent(parts.map((x) => x.relatedTags), usage, ROLLUP_TAGS).filter((t) => !tags.includes(t));
         const result = await summarize({
           conversationId, kind: master ? 'master' : 'rollup', level: level + 1,
           items: parts.map((x): SummaryItem => ({ id: x.id, speaker: 'summary', text: x.text, createdAt: x.createdAt })),
           tags, relatedTags: related, instructions: instructions(tags), targetTokens: s.summaryTokens,
         }, signal);
-        await atomic(async () => {
+        const committed = await atomic(async () => {
           const summary: NewSummary = {
             id: newId(), conversationId, kind: master ? 'master' : 'rollup', level: level + 1,
             firstSeq: parts[0]!.firstSeq, lastSeq: parts[parts.length - 1]!.lastSeq, from: parts[0]!.from, to: parts[parts.length - 1]!.to, sourceIds: parts.map((x) => x.id),
             text: result.text, tags: await grow(conversationId, tags, result.tags), relatedTags: await grow(conversationId, related, result.related),
             tokens: tok.count(result.text), madeBy: result.madeBy, promptVersion: result.version, createdAt: new Date().toISOString(),
           };
+          // Another compaction rolled these up meanwhile: its roll-up stands.
+          if (await d.summaries.rolledUp(conversationId, summary.sourceIds)) return false;
           await d.summaries.commitRollup(summary, parts.map((x) => x.id));
+          return true;
         });
-        made++;
+        if (committed) made++;
       }
     }
     return made;
   };
 
-  /** Seed 000's layer 2: the set cover of the compacted units' tags, each cover tag's stale summary rebuilt. */
-  const tagLayer = async (conversationId: string, watermark: number, atomic: Atomic, signal: AbortSignal, tok: Tokenizer): Promise<{ cover: string[]; made: number }> => {
-    const unitTags = await atomic(() => d.tags.primaryTagsBefore(conversationId, watermark));
-    const cover = setCover(unitTags);
-    const existing = new Map((await atomic(() => d.summaries.tagSummaries(conversationId))).map((x) => [x.tag!, x]));
-    const stale = cover.filter((t) => !existing.has(t) || existing.get(t)!.stale);
-    const jobs = pool(stale, s.maxConcurrentSummaries, async (tag) => {
-      const segments = await atomic(() => d.summaries.segmentsTagged(conversationId, [tag]));
-      if (segments.length === 0) return null;
-      const related = [...new Set(segments.flatMap((x) => x.relatedTags))];
+  /**
+   * Seed 000's layer 2, kept up to date incrementally: the compacted units of this pass that carry no tag of the
+   * cover so far are covered greedily (set cover), and the tag summary of every cover tag on this pass's segments
+   * folds in its new segments (a new version from the previous one and at most FOLD_SEGMENTS segments, oldest
+   * first; the previous one is kept, rolled up into it): the work is that of the pass, not of the whole conversation. A tag summary left behind (a bounded pass, or more
+   * than FOLD_SEGMENTS new segments) catches up in the next pass whose segments carry its tag.
+   */
+  const tagLayer = async (conversationId: string, committed: readonly CommittedSegment[], foldExisting: boolean, atomic: Atomic, signal: AbortSignal, tok: Tokenizer): Promise<{ cover: string[]; made: number }> => {
+    const touched = [...new Set(committed.flatMap((c) => [...c.tags, ...c.related]))];
+    const existing = new Map((await atomic(() => d.summaries.tagSummariesOf(conversationId, touched))).map((x) => [x.tag!, x]));
+    const unitTags = new Map<number, readonly string[]>();
+    const used = new Set<string>();
+    for (const c of committed) {
+      for (const u of c.units) {
+        const old = u.tags.find((t) => existing.has(t));
+        if (old !== undefined) used.add(old);
+        else unitTags.set(u.unitSeq, u.tags);
+      }
+    }
+    const added = setCover(unitTags);
+    const cover = [...[...used].sort(), ...added];
+    // A bounded pass (hard) writes the new cover tags' summaries only: the others fold these segments in when their
+    // tag next comes up in a pass.
+    const targets = [...new Set([...(foldExisting ? touched.filter((t) => existing.has(t)) : []), ...added])];
+    const jobs = pool(targets, s.maxConcurrentSummaries, async (tag) => {
+      const previous = existing.get(tag) ?? null;
+      const segments = await atomic(async () => {
+        // The last segment it folded in is the last of its sources.
+        const lastId = previous?.sourceIds[previous.sourceIds.length - 1];
+        const last = lastId === undefined ? 0 : (await d.summaries.rowids(conversationId, [lastId])).get(lastId) ?? 0;
+        return d.summaries.segmentsTaggedAfter(conversationId, tag, last, FOLD_SEGMENTS);
+      });
+      if (segments.length === 0 || signal.aborted) return null;
+      const parts = previous ? [previous, ...segments] : segments;
+      const related = prominent(parts.map((x) => x.relatedTags), await atomic(() => d.canonicalizer.counts(conversationId)), ROLLUP_TAGS).filter((t) => t !== tag);
       const result = await summarize({
         conversationId, kind: 'tag', level: 2, tag,
-        items: segments.map((x) => ({ id: x.id, speaker: 'summary', text: x.text, createdAt: x.createdAt })),
+        items: parts.map((x) => ({ id: x.id, speaker: 'summary', text: x.text, createdAt: x.createdAt })),
         tags: [tag], relatedTags: related, instructions: instructions([tag]), targetTokens: s.summaryTokens,
       }, signal);
-      return { tag, segments, related, result };
+      return { tag, previous, segments, related, result };
     });
     let made = 0;
     for (const job of jobs) {
       const done = await job;
       if (!done || signal.aborted) continue;
-      const { tag, segments, related, result } = done;
-      await atomic(async () => d.summaries.replaceTagSummary({
+      const { tag, previous, segments, related, result } = done;
+      const first = previous ?? segments[0]!;
+      const last = segments[segments.length - 1]!;
+      // Tags only grow, and the summarizer's additions are kept up to ROLLUP_TAGS.
+      const base = previous ? previous.tags.slice(0, ROLLUP_TAGS) : [tag];
+      // Its sources: the previous version and the new segments (a bounded list, however long the tag's history).
+      const written = await atomic(async () => d.summaries.foldTagSummary({
         id: newId(), conversationId, kind: 'tag', level: 2, tag,
-        firstSeq: segments[0]!.firstSeq, lastSeq: segments[segments.length - 1]!.lastSeq, from: segments[0]!.from, to: segments[segments.length - 1]!.to, sourceIds: segments.map((x) => x.id),
-        text: result.text, tags: await grow(conversationId, [tag], result.tags), relatedTags: await grow(conversationId, related, result.related),
+        firstSeq: first.firstSeq, lastSeq: last.lastSeq, from: first.from, to: last.to,
+        sourceIds: [...(previous ? [previous.id] : []), ...segments.map((x) => x.id)],
+        text: result.text, tags: await grow(conversationId, base, result.tags), relatedTags: await grow(conversationId, related, result.related),
         tokens: tok.count(result.text), madeBy: result.madeBy, promptVersion: result.version, createdAt: new Date().toISOString(),
-      }));
-      made++;
+      }, previous?.id ?? null));
+      if (written) made++;
     }
     return { cover, made };
+  };
+
+  /** Segments to compact next: from the watermark, before the protected turns, at most PLAN_UNITS units. */
+  const planFrom = async (conversationId: string, watermark: number, boundary: number): Promise<Segment[]> => {
+    const units = (await d.tags.unitsFrom(conversationId, watermark, PLAN_UNITS)).filter((u) => u.endSeq < boundary);
+    const tags = await d.tags.tagsOf(conversationId, units.map((u) => u.unitSeq));
+    return segment(units.map((u) => ({ ...u, tags: tags.get(u.unitSeq)?.tags ?? [] })), watermark, s.sumWindow);
   };
 
   return {
@@ -211,64 +300,83 @@ export function createCompactor(d: CompactorDeps) {
     due,
 
     /**
-     * Compacts everything between the watermark and the protected recent turns in one pass (greedy batch): segments
-     * are summarized concurrently (at most `maxConcurrentSummaries`) and committed in order, one transaction each,
-     * so an abort or failure leaves the last committed state. Then the frontier rolls up and stale tag summaries
-     * are rebuilt. Returns null when there was nothing to compact.
+     * Compacts from the watermark towards the protected recent turns, in batches of at most PLAN_UNITS units:
+     * segments are summarized concurrently (at most `maxConcurrentSummaries`) and committed in order, one
+     * transaction each, so an abort or failure leaves the last committed state; the frontier rolls up as they are
+     * committed, and after each batch the tag summaries of its tags fold it in. Every pass goes on to the protected
+     * turns, but `hard`, which runs inside onTurnComplete, stops (between segments) after HARD_TURNS turns or
+     * HARD_MS: the next calls, or the background, go on from there (assembly never sends more than the budget,
+     * whatever the active history). A `soft` pass queued while another ran does nothing if that one took the
+     * conversation under the thresholds. Returns null when there was nothing to compact.
      */
     async compact(conversationId: string, trigger: CompactionReport['trigger'], atomic: Atomic, signal: AbortSignal): Promise<CompactionReport | null> {
       const started = performance.now();
       const tok = await d.tokenizer();
       const before = await atomic(() => pressure(conversationId));
+      // Queued while another pass ran: that pass may have done what was due.
+      if (trigger === 'soft' && due(before) === null) return null;
       const boundary = before.turnCount - s.protectedRecentTurns;
-      const plan = await atomic(async () => {
-        const units = (await d.tags.unitsFrom(conversationId, before.watermark)).filter((u) => u.endSeq < boundary);
-        const tags = await d.tags.tagsOf(conversationId, units.map((u) => u.unitSeq));
-        return segment(units.map((u) => ({ ...u, tags: tags.get(u.unitSeq)?.tags ?? [] })), before.watermark, s.sumWindow);
-      });
-      if (plan.length === 0) return null;
       const report: CompactionReport = {
         conversationId, trigger, segmentsCompacted: 0, turnsCompacted: 0, tokensBefore: before.tokens, tokensAfter: before.tokens,
         tokensFreed: 0, tagsCovered: [], summariesMade: 0, fallbacks: 0, watermark: before.watermark, durationMs: 0,
       };
+      const bounded = (): boolean => trigger === 'hard' && (report.turnsCompacted >= HARD_TURNS || performance.now() - started >= HARD_MS);
+      const cover = new Set<string>();
       try {
-        const jobs = pool(plan, s.maxConcurrentSummaries, async (seg) => {
-          const { request, turns, related } = await atomic(() => segmentRequest(conversationId, seg, tok));
-          return { seg, turns, related, result: await summarize(request, signal) };
-        });
-        for (const job of jobs) {
-          const { seg, turns, related, result } = await job;
-          if (signal.aborted) throw signal.reason;
-          const committed = await atomic(async () => {
-            const state = await d.summaries.state(conversationId);
-            // Another compaction got here first: its summary stands.
-            if (Math.max(before.prefixEnd, state?.watermark ?? 0) !== seg.firstSeq) return false;
-            await d.summaries.commitSegment({
-              id: newId(), conversationId, kind: 'segment', level: 1, firstSeq: seg.firstSeq, lastSeq: seg.lastSeq,
-              from: turns[0]?.createdAt ?? new Date().toISOString(), to: turns[turns.length - 1]?.createdAt ?? new Date().toISOString(),
-              sourceIds: turns.map((t) => t.id), text: result.text,
-              tags: await grow(conversationId, seg.tags, result.tags), relatedTags: await grow(conversationId, related, result.related),
-              tokens: tok.count(result.text), madeBy: result.madeBy, promptVersion: result.version, createdAt: new Date().toISOString(),
-            }, seg.lastSeq + 1, new Date().toISOString());
-            return true;
-          });
-          if (!committed) break;
-          report.segmentsCompacted++;
-          report.turnsCompacted += turns.length;
-          report.summariesMade++;
-          if (result.fellBack) report.fallbacks++;
-          report.watermark = seg.lastSeq + 1;
+        for (;;) {
+          const plan = await atomic(() => planFrom(conversationId, report.watermark, boundary));
+          if (plan.length === 0) break;
+          const committed: CommittedSegment[] = [];
+          let stop = false;
+          // A few segments at a time (summarized concurrently, committed in order), so a bounded pass stops between them.
+          for (let i = 0; i < plan.length && !stop; i += s.maxConcurrentSummaries) {
+            const slice = plan.slice(i, i + s.maxConcurrentSummaries);
+            const jobs = pool(slice, s.maxConcurrentSummaries, async (seg) => {
+              const { request, turns, related } = await atomic(() => segmentRequest(conversationId, seg, tok));
+              return { seg, turns, related, result: await summarize(request, signal) };
+            });
+            for (const job of jobs) {
+              const { seg, turns, related, result } = await job;
+              if (signal.aborted) throw signal.reason;
+              const summary = await atomic(async () => {
+                const state = await d.summaries.state(conversationId);
+                // Another compaction got here first: its summary stands.
+                if (Math.max(before.prefixEnd, state?.watermark ?? 0) !== seg.firstSeq) return null;
+                const x: NewSummary = {
+                  id: newId(), conversationId, kind: 'segment', level: 1, firstSeq: seg.firstSeq, lastSeq: seg.lastSeq,
+                  from: turns[0]?.createdAt ?? new Date().toISOString(), to: turns[turns.length - 1]?.createdAt ?? new Date().toISOString(),
+                  sourceIds: turns.map((t) => t.id), text: result.text,
+                  tags: await grow(conversationId, seg.tags, result.tags), relatedTags: await grow(conversationId, related, result.related),
+                  tokens: tok.count(result.text), madeBy: result.madeBy, promptVersion: result.version, createdAt: new Date().toISOString(),
+                };
+                await d.summaries.commitSegment(x, seg.lastSeq + 1, new Date().toISOString());
+                return x;
+              });
+              if (!summary) { stop = true; break; }
+              committed.push({ units: seg.units, tags: summary.tags, related: summary.relatedTags });
+              report.segmentsCompacted++;
+              report.turnsCompacted += turns.length;
+              report.summariesMade++;
+              if (result.fellBack) report.fallbacks++;
+              report.watermark = seg.lastSeq + 1;
+            }
+            // Rolled up as the pass goes, so the frontier (read by every onTurnComplete meanwhile) stays short.
+            if (committed.length > 0) report.summariesMade += await rollUp(conversationId, atomic, signal, tok);
+            if (bounded()) stop = true;
+          }
+          if (committed.length > 0) {
+            const layer = await tagLayer(conversationId, committed, trigger !== 'hard', atomic, signal, tok);
+            for (const t of layer.cover) cover.add(t);
+            report.summariesMade += layer.made;
+          }
+          if (stop || signal.aborted || committed.length === 0) break;
         }
-        if (report.segmentsCompacted > 0) {
-          report.summariesMade += await rollUp(conversationId, atomic, signal, tok);
-          const layer = await tagLayer(conversationId, report.watermark, atomic, signal, tok);
-          report.tagsCovered = layer.cover;
-          report.summariesMade += layer.made;
-          await atomic(() => d.summaries.countEvent(conversationId, new Date().toISOString()));
-        }
+        if (report.segmentsCompacted > 0) await atomic(() => d.summaries.countEvent(conversationId, new Date().toISOString()));
       } catch (error) {
         report.stoppedBy = signal.aborted ? `aborted: ${String(signal.reason instanceof Error ? signal.reason.message : signal.reason)}` : (error as Error).message;
       }
+      if (report.segmentsCompacted === 0 && !report.stoppedBy) return null;
+      report.tagsCovered = [...cover];
       const after = await atomic(() => pressure(conversationId)).catch(() => before);
       report.tokensAfter = after.tokens;
       report.tokensFreed = Math.max(0, before.tokens - after.tokens);

@@ -1,4 +1,4 @@
-import { placeholders } from '../store/turn-store.js';
+import { chunks, inChunks, placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver, Summary } from '../types.js';
 
 interface SummaryRow {
@@ -57,24 +57,23 @@ function insertSummary(s: NewSummary): Statement[] {
         JSON.stringify(s.tags), JSON.stringify(s.relatedTags), s.tokens, s.madeBy, s.promptVersion, s.createdAt],
     },
     { sql: 'INSERT INTO summaries_fts (rowid, text, tags) SELECT rowid, text, ? FROM summaries WHERE id = ?', params: [[...s.tags, ...s.relatedTags].join(' '), s.id] },
-    { sql: `INSERT OR IGNORE INTO summary_tags (conversation_id, tag, summary_rowid) SELECT ?, value, (SELECT rowid FROM summaries WHERE id = ?) FROM json_each(?)`,
-      params: [s.conversationId, s.id, JSON.stringify([...s.tags, ...s.relatedTags])] },
+    // Segments by tag (what a tag summary folds in next). Roll-ups, the master and tag summaries are found by
+    // their kind, tag and place in the hierarchy, so they take no rows here.
+    ...(s.kind === 'segment' ? [{ sql: `INSERT OR IGNORE INTO summary_tags (conversation_id, tag, summary_rowid) SELECT ?, value, (SELECT rowid FROM summaries WHERE id = ?) FROM json_each(?)`,
+      params: [s.conversationId, s.id, JSON.stringify([...s.tags, ...s.relatedTags])] }] : []),
   ];
 }
 
-function removeSummary(id: string): Statement[] {
-  return [
-    { sql: 'DELETE FROM summaries_fts WHERE rowid = (SELECT rowid FROM summaries WHERE id = ?)', params: [id] },
-    { sql: 'DELETE FROM summary_tags WHERE summary_rowid = (SELECT rowid FROM summaries WHERE id = ?)', params: [id] },
-    { sql: "DELETE FROM embeddings WHERE conversation_id = (SELECT conversation_id FROM summaries WHERE id = ?) AND kind = 'summary' AND ref = (SELECT rowid FROM summaries WHERE id = ?)", params: [id, id] },
-    { sql: 'DELETE FROM summaries WHERE id = ?', params: [id] },
-  ];
-}
 
 /** Every SQL statement of the memory hierarchy: the watermark and the summaries of every level. */
 export function createSummaryStore(driver: StorageDriver) {
   const select = async (where: string, params: SqlValue[]): Promise<SummaryRecord[]> =>
     (await driver.query<SummaryRow>(`SELECT ${COLUMNS} FROM summaries WHERE ${where}`, params)).map(toRecord);
+
+  const master = async (conversationId: string): Promise<SummaryRecord | null> => {
+    const rows = await select("conversation_id = ? AND kind = 'master' AND parent_id IS NULL ORDER BY level DESC, first_seq DESC, rowid DESC LIMIT 1", [conversationId]);
+    return rows[0] ?? null;
+  };
 
   return {
     /** The first seq not compacted (null before the first compaction) and how many compactions ran. */
@@ -83,29 +82,91 @@ export function createSummaryStore(driver: StorageDriver) {
       return rows[0] ? { watermark: Number(rows[0].watermark), events: Number(rows[0].events) } : null;
     },
 
-    /** Summaries not rolled up yet (segments, roll-ups, the master), oldest first: the compacted past, whole. */
-    frontier(conversationId: string): Promise<SummaryRecord[]> {
-      return select("conversation_id = ? AND kind IN ('segment', 'rollup', 'master') AND parent_id IS NULL ORDER BY first_seq, level DESC", [conversationId]);
+    /**
+     * Summaries not rolled up yet (segments, roll-ups, the master), oldest first: the compacted past, whole.
+     *
+     * Read level by level without visiting what was rolled up (every onTurnComplete measures the frontier, and a long
+     * conversation has thousands of rolled-up summaries): a roll-up always takes the oldest summaries of its level
+     * that are not rolled up, so at each level those not rolled up are the ones after the newest rolled-up one, and
+     * only the newest master is not rolled up.
+     */
+    async frontier(conversationId: string): Promise<SummaryRecord[]> {
+      const out: SummaryRecord[] = [];
+      for (let level = 1; ; level++) {
+        const kind = level === 1 ? 'segment' : 'rollup';
+        const rows = await select(`conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NULL AND first_seq >
+          COALESCE((SELECT first_seq FROM summaries WHERE conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NOT NULL
+                    ORDER BY first_seq DESC LIMIT 1), -1)`, [conversationId, kind, level]);
+        out.push(...rows);
+        if (rows.length > 0) continue;
+        // Levels in use run from 1 up without gaps: stop at the first level with no summary at all.
+        const any = await driver.query('SELECT 1 FROM summaries WHERE conversation_id = ? AND kind = ? AND level = ? LIMIT 1', [conversationId, kind, level]);
+        if (any.length === 0 && level > 1) break;
+      }
+      const current = await master(conversationId);
+      if (current) out.push(current);
+      return out.sort((a, b) => a.firstSeq - b.firstSeq || b.level - a.level);
     },
 
-    /** Level-1 summaries, earliest first. */
-    segments(conversationId: string): Promise<SummaryRecord[]> {
-      return select("conversation_id = ? AND kind = 'segment' ORDER BY first_seq", [conversationId]);
+    /** The oldest `limit` summaries of `level` not rolled up yet (segments at level 1, roll-ups above), oldest first. */
+    unrolled(conversationId: string, level: number, limit: number): Promise<SummaryRecord[]> {
+      return select(`conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NULL AND first_seq >
+        COALESCE((SELECT first_seq FROM summaries WHERE conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NOT NULL
+                  ORDER BY first_seq DESC LIMIT 1), -1) ORDER BY first_seq LIMIT ?4`, [conversationId, level === 1 ? 'segment' : 'rollup', level, limit]);
     },
 
+    /** The master summary not rolled up (the newest one), if any. */
+    master,
+
+    /** Whether any of `ids` was rolled up already (by another compaction). */
+    async rolledUp(conversationId: string, ids: readonly string[]): Promise<boolean> {
+      const rows = await inChunks(ids, (chunk) => driver.query(
+        `SELECT 1 FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)}) AND parent_id IS NOT NULL LIMIT 1`, [conversationId, ...chunk]));
+      return rows.length > 0;
+    },
+
+    /** Level-1 summaries, earliest first (the first `limit`). */
+    segments(conversationId: string, limit = -1): Promise<SummaryRecord[]> {
+      return select("conversation_id = ? AND kind = 'segment' ORDER BY first_seq LIMIT ?", [conversationId, limit]);
+    },
+
+    /** The current tag summaries (not folded into a newer one), earliest first. */
     tagSummaries(conversationId: string): Promise<SummaryRecord[]> {
-      return select("conversation_id = ? AND kind = 'tag' ORDER BY first_seq", [conversationId]);
+      return select("conversation_id = ? AND kind = 'tag' AND parent_id IS NULL ORDER BY first_seq", [conversationId]);
+    },
+
+    /**
+     * The tag summaries of the conversation's most used tags (units carrying the tag), at most `limit`: a broad
+     * question's topics. Only their row ids are sorted, then those rows are read.
+     */
+    async mainTagSummaries(conversationId: string, limit: number): Promise<SummaryRecord[]> {
+      const top = await driver.query<{ rowid: number }>(
+        `SELECT s.rowid AS rowid FROM summaries s LEFT JOIN tags t ON t.conversation_id = s.conversation_id AND t.tag = s.tag
+         WHERE s.conversation_id = ? AND s.tag IS NOT NULL AND s.kind = 'tag' AND s.parent_id IS NULL ORDER BY COALESCE(t.units, 0) DESC, s.first_seq LIMIT ?`, [conversationId, limit]);
+      if (top.length === 0) return [];
+      const order = new Map(top.map((r, i) => [Number(r.rowid), i]));
+      return (await select(`rowid IN (${placeholders(top.length)})`, top.map((r) => Number(r.rowid)))).sort((a, b) => order.get(a.rowid)! - order.get(b.rowid)!);
+    },
+
+    /** The current tag summaries of `tags` (one per tag). */
+    tagSummariesOf(conversationId: string, tags: readonly string[]): Promise<SummaryRecord[]> {
+      return inChunks(tags, (chunk) => select(`conversation_id = ? AND tag IN (${placeholders(chunk.length)}) AND kind = 'tag' AND parent_id IS NULL`, [conversationId, ...chunk]));
+    },
+
+    /** Row ids of summaries by id. */
+    async rowids(conversationId: string, ids: readonly string[]): Promise<Map<string, number>> {
+      const rows = await inChunks(ids, (chunk) => driver.query<{ id: string; rowid: number }>(
+        `SELECT id, rowid FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      return new Map(rows.map((r) => [r.id, Number(r.rowid)]));
     },
 
     byIds(conversationId: string, ids: readonly string[]): Promise<SummaryRecord[]> {
-      if (ids.length === 0) return Promise.resolve([]);
-      return select(`conversation_id = ? AND id IN (${placeholders(ids.length)})`, [conversationId, ...ids]);
+      return inChunks(ids, (chunk) => select(`conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
     },
 
     /** By row id (the embeddings table's reference). */
     byRowids(conversationId: string, rowids: readonly number[]): Promise<SummaryRecord[]> {
-      if (rowids.length === 0) return Promise.resolve([]);
-      return select(`conversation_id = ? AND rowid IN (${placeholders(rowids.length)})`, [conversationId, ...rowids]);
+      return inChunks(rowids, (chunk) => select(`conversation_id = ? AND rowid IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
     },
 
     list(conversationId: string, kind?: Summary['kind']): Promise<SummaryRecord[]> {
@@ -113,12 +174,15 @@ export function createSummaryStore(driver: StorageDriver) {
         : select('conversation_id = ? ORDER BY first_seq, level', [conversationId]);
     },
 
-    /** Level-1 summaries carrying any of `tags`, earliest first. */
-    async segmentsTagged(conversationId: string, tags: readonly string[]): Promise<SummaryRecord[]> {
-      if (tags.length === 0) return [];
-      return select(`conversation_id = ? AND kind = 'segment' AND rowid IN
-        (SELECT summary_rowid FROM summary_tags WHERE conversation_id = ? AND tag IN (${placeholders(tags.length)})) ORDER BY first_seq`,
-      [conversationId, conversationId, ...tags]);
+    /**
+     * Level-1 summaries carrying `tag` (as a tag or a related tag) written after the summary with row id
+     * `afterRowid`, earliest first, at most `limit`: what a tag summary has not folded in yet. Segments are written
+     * in the order of the turns they cover, so their row ids follow it.
+     */
+    segmentsTaggedAfter(conversationId: string, tag: string, afterRowid: number, limit: number): Promise<SummaryRecord[]> {
+      return select(`rowid IN (SELECT st.summary_rowid FROM summary_tags st JOIN summaries x ON x.rowid = st.summary_rowid
+        WHERE st.conversation_id = ? AND st.tag = ? AND st.summary_rowid > ? AND x.kind = 'segment' ORDER BY st.summary_rowid LIMIT ?) ORDER BY rowid`,
+      [conversationId, tag, afterRowid, limit]);
     },
 
     /** BM25 over summary text and tags; higher `score` is better. */
@@ -131,16 +195,14 @@ export function createSummaryStore(driver: StorageDriver) {
     },
 
     /**
-     * One segment's compaction, atomically: the summary, its index rows, the watermark, and the tag summaries it
-     * makes stale.
+     * One segment's compaction, atomically: the summary, its index rows and the watermark. (The tag summaries of its
+     * tags fold it in afterwards: each knows the last segment it folded.)
      */
     async commitSegment(s: NewSummary, watermark: number, nowIso: string): Promise<void> {
-      const tags = [...s.tags, ...s.relatedTags];
       await driver.batch([
         ...insertSummary(s),
         { sql: `INSERT INTO compaction_state (conversation_id, watermark, events, updated_at) VALUES (?, ?, 0, ?)
                 ON CONFLICT (conversation_id) DO UPDATE SET watermark = excluded.watermark, updated_at = excluded.updated_at`, params: [s.conversationId, watermark, nowIso] },
-        { sql: `UPDATE summaries SET stale = 1 WHERE conversation_id = ? AND kind = 'tag' AND tag IN (SELECT value FROM json_each(?))`, params: [s.conversationId, JSON.stringify(tags)] },
       ]);
     },
 
@@ -157,10 +219,20 @@ export function createSummaryStore(driver: StorageDriver) {
       ]);
     },
 
-    /** A tag summary, replacing the tag's previous one. */
-    async replaceTagSummary(s: NewSummary): Promise<void> {
-      const old = await driver.query<{ id: string }>("SELECT id FROM summaries WHERE conversation_id = ? AND kind = 'tag' AND tag = ?", [s.conversationId, s.tag ?? null]);
-      await driver.batch([...old.flatMap((o) => removeSummary(o.id)), ...insertSummary(s)]);
+    /**
+     * A tag summary: the first of its tag, or the next version of `previousId`, which it folds in (the previous
+     * one is kept, rolled up into it, like an earlier master). False, and nothing written, when another compaction
+     * wrote the tag's next version first.
+     */
+    async foldTagSummary(s: NewSummary, previousId: string | null): Promise<boolean> {
+      const current = await driver.query<{ id: string }>(
+        "SELECT id FROM summaries WHERE conversation_id = ? AND tag = ? AND kind = 'tag' AND parent_id IS NULL", [s.conversationId, s.tag ?? null]);
+      if ((current[0]?.id ?? null) !== previousId) return false;
+      await driver.batch([
+        ...insertSummary(s),
+        ...(previousId ? [{ sql: 'UPDATE summaries SET parent_id = ? WHERE conversation_id = ? AND id = ?', params: [s.id, s.conversationId, previousId] }] : []),
+      ]);
+      return true;
     },
 
     /** Rewrites a summary's text in place (regeneration): its tags only grow. */
@@ -173,27 +245,37 @@ export function createSummaryStore(driver: StorageDriver) {
         { sql: 'UPDATE summaries SET text = ?, tokens = ?, made_by = ?, prompt_version = ?, tags = ?, related = ?, stale = 0 WHERE rowid = ?',
           params: [text, tokens, madeBy, version, JSON.stringify(tags), JSON.stringify(related), s.rowid] },
         { sql: 'INSERT INTO summaries_fts (rowid, text, tags) VALUES (?, ?, ?)', params: [s.rowid, text, all.join(' ')] },
-        { sql: 'INSERT OR IGNORE INTO summary_tags (conversation_id, tag, summary_rowid) SELECT ?, value, ? FROM json_each(?)', params: [s.conversationId, s.rowid, JSON.stringify(all)] },
+        ...(s.kind === 'segment' ? [{ sql: 'INSERT OR IGNORE INTO summary_tags (conversation_id, tag, summary_rowid) SELECT ?, value, ? FROM json_each(?)', params: [s.conversationId, s.rowid, JSON.stringify(all)] }] : []),
       ]);
     },
 
     async markStale(conversationId: string, ids: readonly string[] | null): Promise<number> {
-      const rows = await driver.query<{ n: number }>(ids === null ? 'SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?'
-        : `SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(ids.length)})`, [conversationId, ...(ids ?? [])]);
-      await driver.batch([{ sql: ids === null ? 'UPDATE summaries SET stale = 1 WHERE conversation_id = ?'
-        : `UPDATE summaries SET stale = 1 WHERE conversation_id = ? AND id IN (${placeholders(ids.length)})`, params: [conversationId, ...(ids ?? [])] }]);
-      return Number(rows[0]?.n ?? 0);
+      if (ids === null) {
+        const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
+        await driver.batch([{ sql: 'UPDATE summaries SET stale = 1 WHERE conversation_id = ?', params: [conversationId] }]);
+        return Number(rows[0]?.n ?? 0);
+      }
+      const unique = [...new Set(ids)];
+      const counts = await inChunks(unique, (chunk) => driver.query<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      // One transaction, one statement per slice of the list.
+      await driver.batch(chunks(unique).map((chunk) => ({
+        sql: `UPDATE summaries SET stale = 1 WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, params: [conversationId, ...chunk] })));
+      return counts.reduce((n, r) => n + Number(r.n ?? 0), 0);
     },
 
-    /** Tokens of the turns from `fromSeq` on, from the count cache (markup included); null when some are not cached. */
-    async turnTokensFrom(conversationId: string, fromSeq: number, encoding: string, perMessage: number): Promise<number | null> {
+    /**
+     * Tokens of the turns from `fromSeq` on, from the count cache (markup included), and how many turns they are;
+     * null when some are not cached.
+     */
+    async turnTokensFrom(conversationId: string, fromSeq: number, encoding: string, perMessage: number): Promise<{ tokens: number; turns: number } | null> {
       const rows = await driver.query<{ n: number; counted: number; tokens: number | null }>(
         `SELECT COUNT(*) AS n, COUNT(c.tokens) AS counted, SUM(c.tokens) AS tokens FROM turns t
          LEFT JOIN turn_tokens c ON c.turn_rowid = t.rowid AND c.encoding = ? WHERE t.conversation_id = ? AND t.seq >= ?`,
         [encoding, conversationId, fromSeq]);
       const r = rows[0]!;
       if (Number(r.n) !== Number(r.counted)) return null;
-      return Number(r.tokens ?? 0) + perMessage * Number(r.n);
+      return { tokens: Number(r.tokens ?? 0) + perMessage * Number(r.n), turns: Number(r.n) };
     },
   };
 }

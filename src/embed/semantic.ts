@@ -8,6 +8,7 @@ import { transformersEmbedder } from './transformers.js';
 import { useLiteEmbedder } from './use-lite.js';
 import { type SearchFilter, type VectorHit, type VectorIndex, createVectorIndex } from './vector-index.js';
 import { MAX_CHARS, type PendingText, createVectorStore, normalize } from './vector-store.js';
+import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
 
 type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
 
@@ -50,33 +51,39 @@ export function createSemantic(deps: {
 }) {
   const { embedder, background, serial } = deps;
   const store = createVectorStore(deps.driver);
-  const turnIndexes = new Map<string, Promise<VectorIndex>>();
-  const checked = new Set<string>();
+  // Conversations already checked for vectors a reload left missing: the most recently used only (an engine may see
+  // any number of ids; a conversation checked again only costs one look at its pending turns).
+  const checked = new Lru<string, true>(CACHED_CONVERSATIONS);
   // A model that failed to load stays off for this engine (a load is costly); other failures are retried.
   let loadFailure: string | null = null;
   let lastFailure: string | null = null;
 
   const describeFailure = (cause: unknown): string => (isPagewiseError(cause) ? cause.message : `embedding failed: ${String((cause as Error)?.message ?? cause)}`);
 
-  const turnIndex = (conversationId: string): Promise<VectorIndex> => {
-    let p = turnIndexes.get(conversationId);
-    if (p) {
-      // Least recently used last out: a use moves the conversation to the end of the map's order.
-      turnIndexes.delete(conversationId);
-      turnIndexes.set(conversationId, p);
-    } else {
-      p = (async () => {
-        const index = createVectorIndex(embedder!.dimensions);
-        index.add(await store.load(conversationId, embedder!.modelId, 'turn'));
-        return index;
-      })();
-      turnIndexes.set(conversationId, p);
-      p.catch(() => turnIndexes.delete(conversationId));
-      // The few most recently used conversations stay in memory (a 10,000-turn one takes 5 MB at 512-d).
-      if (turnIndexes.size > MAX_INDEXES) turnIndexes.delete(turnIndexes.keys().next().value!);
-    }
-    return p;
+  // The vectors of the few most recently used conversations stay in memory (a 10,000-turn one takes 5 MB at 512-d),
+  // loaded once, then appended to as the queue embeds.
+  const indexes = (kind: 'turn' | 'summary') => {
+    const cache = new Lru<string, Promise<VectorIndex>>(MAX_INDEXES);
+    const load = (conversationId: string): Promise<VectorIndex> => {
+      let p = cache.get(conversationId);
+      if (!p) {
+        const loading = (async () => {
+          const index = createVectorIndex(embedder!.dimensions);
+          index.add(await store.load(conversationId, embedder!.modelId, kind));
+          return index;
+        })();
+        loading.catch(() => { if (cache.get(conversationId) === loading) cache.delete(conversationId); });
+        cache.set(conversationId, loading);
+        p = loading;
+      }
+      return p;
+    };
+    return { cache, load };
   };
+  const turnIndexes = indexes('turn');
+  const summaryIndexes = indexes('summary');
+  const turnIndex = turnIndexes.load;
+  const summaryIndex = summaryIndexes.load;
 
   const threshold = (): number => deps.threshold ?? embedder?.threshold ?? 0.3;
 
@@ -105,8 +112,11 @@ export function createSemantic(deps: {
       // A macrotask turn between batches: the model's work resolves through microtasks only, which would starve
       // timers and (in the worker) the page's incoming requests until the whole queue is done.
       await new Promise((resolve) => setTimeout(resolve, 0));
-      const index = turnIndexes.get(conversationId);
-      if (index) (await index).add(saved);
+      const index = turnIndexes.cache.get(conversationId);
+      if (index) (await index).add(saved.turns);
+      const summaries = summaryIndexes.cache.get(conversationId);
+      // A rewritten summary keeps its row id: its new vector takes the old one's place.
+      if (summaries && saved.summaries.length > 0) (await summaries).add(saved.summaries);
       if (deps.onProgress) {
         const c = await serial(() => store.counts(conversationId, embedder.modelId));
         deps.onProgress({ conversationId, modelId: embedder.modelId, ...c });
@@ -136,8 +146,8 @@ export function createSemantic(deps: {
     /** After new turns (or on first sight of a conversation: resumes what a reload interrupted). */
     schedule,
     touch(conversationId: string): void {
-      if (checked.has(conversationId)) return;
-      checked.add(conversationId);
+      if (!embedder || loadFailure || checked.get(conversationId)) return;
+      checked.set(conversationId, true);
       schedule(conversationId);
     },
 
@@ -164,12 +174,16 @@ export function createSemantic(deps: {
       return index.search(vector, limit, threshold(), filter);
     },
 
-    /** Summaries most similar to `vector`, above the threshold (few per conversation: read from SQLite each time). */
+    /**
+     * Summaries most similar to `vector`, above the threshold, from an index in memory (a long conversation has
+     * thousands: reading them from SQLite for each question grew with it). Call inside an engine operation.
+     */
     async searchSummaries(conversationId: string, vector: Float32Array, limit: number): Promise<VectorHit[]> {
       if (!embedder) return [];
-      const index = createVectorIndex(embedder.dimensions);
-      index.add(await store.load(conversationId, embedder.modelId, 'summary'));
-      return index.search(vector, limit, threshold());
+      const hits = (await summaryIndex(conversationId)).search(vector, limit * 4, threshold());
+      // Only summaries still stored (the engine keeps them all; a database may have lost some).
+      const stored = await store.storedSummaries(conversationId, hits.map((h) => h.ref));
+      return hits.filter((h) => stored.has(h.ref)).slice(0, limit);
     },
 
     /** How much of a conversation is embedded, and the last failure. */

@@ -78,12 +78,16 @@ export function createVectorStore(driver: StorageDriver) {
       return { total: Number(rows[0]?.total ?? 0), embedded: Number(rows[0]?.embedded ?? 0) };
     },
 
-    /** One batch's vectors, atomically; returns the turns' as stored. A summary rewritten meanwhile is skipped (its text is no longer what was embedded). */
-    async save(conversationId: string, modelId: string, items: ReadonlyArray<{ item: PendingText; vector: Float32Array }>): Promise<StoredVector[]> {
+    /**
+     * One batch's vectors, atomically; returns them as stored, turns' and summaries'. A summary rewritten meanwhile
+     * is skipped (its text is no longer what was embedded).
+     */
+    async save(conversationId: string, modelId: string, items: ReadonlyArray<{ item: PendingText; vector: Float32Array }>): Promise<{ turns: StoredVector[]; summaries: StoredVector[] }> {
       const turns: StoredVector[] = [];
+      const summaries: StoredVector[] = [];
       await driver.batch(items.map(({ item, vector }) => {
         const { scale, bytes } = quantize(vector);
-        if (item.kind === 'turn') turns.push({ ref: item.ref, createdMs: item.createdMs, scale, vector: bytes });
+        (item.kind === 'turn' ? turns : summaries).push({ ref: item.ref, createdMs: item.createdMs, scale, vector: bytes });
         const blob = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
         return item.kind === 'turn'
           ? { sql: "INSERT OR REPLACE INTO embeddings (conversation_id, model_id, kind, ref, created_ms, scale, vector) VALUES (?, ?, 'turn', ?, ?, ?, ?)",
@@ -92,7 +96,15 @@ export function createVectorStore(driver: StorageDriver) {
                     SELECT ?, ?, 'summary', rowid, ?, ?, ? FROM summaries WHERE rowid = ? AND substr(text, 1, ?) = ?`,
             params: [conversationId, modelId, item.createdMs, scale, blob, item.ref, MAX_CHARS, item.text] };
       }));
-      return turns;
+      return { turns, summaries };
+    },
+
+    /** Of `rowids`, the summaries still stored. */
+    async storedSummaries(conversationId: string, rowids: readonly number[]): Promise<Set<number>> {
+      if (rowids.length === 0) return new Set();
+      const rows = await driver.query<{ rowid: number }>(
+        'SELECT rowid FROM summaries WHERE conversation_id = ? AND rowid IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(rowids)]);
+      return new Set(rows.map((r) => Number(r.rowid)));
     },
 
     async load(conversationId: string, modelId: string, kind: 'turn' | 'summary'): Promise<StoredVector[]> {

@@ -32,10 +32,16 @@ export interface QueryContext {
 // word in the question, it is left out of the full-text query.
 const COMMON = 0.2;
 
+// The full-text query ranks every stored turn that holds any of its words, so its cost grows with their postings:
+// past this many in all, the most common of the remaining words are left out too (at 30,000 turns BM25 took a third
+// of a question's time; conversations under a few thousand turns never reach it).
+export const MAX_POSTINGS = 4000;
+
 /** Tags, speakers, words and intent of a question, against what the conversation has stored. */
 export async function analyzeQuery(c: QueryContext, conversationId: string, text: string, nowMs: number, nowIso: string): Promise<QueryAnalysis> {
   const counts = await c.canonicalizer.counts(conversationId);
-  const vocabulary = [...counts.keys()].slice(0, 150);
+  // The most used tags, for the tagger's prompt (read in that order from the statistics' index).
+  const vocabulary = (await c.tags.vocabulary(conversationId, 150)).map((t) => t.tag);
   const { result, failures } = await c.index.runChain({ text, kind: 'query', conversationId, vocabulary, minTags: c.minTags, maxTags: c.maxTags });
   const intent = detectIntent(text, nowMs);
   if (result.broad) intent.broad = true;
@@ -64,8 +70,18 @@ export async function analyzeQuery(c: QueryContext, conversationId: string, text
   if (indexed >= 200 && terms.length > 1) {
     const stems = new Map(terms.map((t) => [t, ftsStem(t)]));
     const docs = await c.turns.tokenDocs([...stems.values()].filter((s): s is string => s !== null));
-    const kept = terms.filter((t) => (docs.get(stems.get(t) ?? '') ?? 0) / indexed <= COMMON);
+    const docsOf = (t: string): number => docs.get(stems.get(t) ?? '') ?? 0;
+    const kept = terms.filter((t) => docsOf(t) / indexed <= COMMON);
     if (kept.length > 0) terms = kept;
+    // The rarest words first, while their postings fit the budget (the rarest always).
+    let postings = 0;
+    const within = new Set<string>();
+    for (const t of [...terms].sort((a, b) => docsOf(a) - docsOf(b))) {
+      if (within.size > 0 && postings + docsOf(t) > MAX_POSTINGS) break;
+      within.add(t);
+      postings += docsOf(t);
+    }
+    terms = terms.filter((t) => within.has(t));
   }
   if (terms.length === 0 && speakers.length > 0) terms = speakers.map((s) => s.toLowerCase());
   return { terms, tagWeights: weights, matchedTags: [...weights.keys()], speakers, intent, failures };

@@ -1,4 +1,5 @@
 import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StoredTurn } from '../types.js';
+import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
 
 /** A stored turn with its row id (internal: the FTS index and derived tables key on it). */
 export interface TurnRecord extends StoredTurn {
@@ -75,22 +76,41 @@ export function placeholders(n: number): string {
   return Array.from({ length: n }, () => '?').join(', ');
 }
 
+/**
+ * Values bound per `IN (…)` list: SQLite refuses a statement with more than 32,766 variables, and a caller's list
+ * (message ids, a history) may be longer.
+ */
+export const IN_CHUNK = 500;
+
+/** `values` in slices of at most `size` (one statement each). */
+export function chunks<T>(values: readonly T[], size = IN_CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < values.length; i += size) out.push(values.slice(i, i + size));
+  return out;
+}
+
+/** Runs `query` once per slice of `values` and concatenates the rows. */
+export async function inChunks<T, R>(values: readonly T[], query: (chunk: T[]) => R[] | Promise<R[]>, size = IN_CHUNK): Promise<R[]> {
+  const out: R[] = [];
+  for (const chunk of chunks(values, size)) out.push(...await query(chunk));
+  return out;
+}
+
 /** Every SQL statement pagewise runs on canonical turns, over any StorageDriver. */
 export function createTurnStore(driver: StorageDriver) {
   const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
     (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
-  // Turn count and speaker names per conversation, read once and kept current by append(): every question needs
-  // them, and counting 10,000 turns each time costs more than the rest of the query. The engine is the only writer.
-  const facts = new Map<string, { turns: number; speakers: Set<string> }>();
+  // Turn count and speaker names of the most recently used conversations, kept current by append(): every question
+  // needs them. Seqs run from 0 without gaps (turns are never deleted), so the count is MAX(seq) + 1, one index seek;
+  // the speakers are read once per conversation (a scan), only when asked for. Conversations without turns are not
+  // kept (unknown ids cost nothing), and the cache is bounded.
+  const facts = new Lru<string, { turns: number; speakers: Set<string> | null }>(CACHED_CONVERSATIONS);
   const factsOf = async (conversationId: string) => {
     let f = facts.get(conversationId);
     if (!f) {
-      const [count, names] = await Promise.all([
-        driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]),
-        driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]),
-      ]);
-      f = { turns: Number(count[0]?.n ?? 0), speakers: new Set(names.map((r) => r.name)) };
-      facts.set(conversationId, f);
+      const count = await driver.query<{ n: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+      f = { turns: Number(count[0]?.n ?? 0), speakers: null };
+      if (f.turns > 0) facts.set(conversationId, f);
     }
     return f;
   };
@@ -98,7 +118,7 @@ export function createTurnStore(driver: StorageDriver) {
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
       const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
-        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COALESCE(MAX(t.seq), -1) + 1 FROM turns t WHERE t.conversation_id = c.id) AS turns
          FROM conversations c WHERE c.id = ?`, [id]);
       const r = rows[0];
       return r ? { id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at } : null;
@@ -106,7 +126,7 @@ export function createTurnStore(driver: StorageDriver) {
 
     async conversations(): Promise<ConversationInfo[]> {
       const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
-        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COALESCE(MAX(t.seq), -1) + 1 FROM turns t WHERE t.conversation_id = c.id) AS turns
          FROM conversations c ORDER BY c.updated_at DESC, c.id`);
       return rows.map((r) => ({ id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at }));
     },
@@ -125,19 +145,18 @@ export function createTurnStore(driver: StorageDriver) {
       return selectTurns('conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?', [conversationId, beforeSeq, limit]);
     },
 
-    bySeqs(conversationId: string, seqs: number[]): Promise<TurnRecord[]> {
-      if (seqs.length === 0) return Promise.resolve([]);
-      return selectTurns(`conversation_id = ? AND seq IN (${placeholders(seqs.length)}) ORDER BY seq`, [conversationId, ...seqs]);
+    async bySeqs(conversationId: string, seqs: readonly number[]): Promise<TurnRecord[]> {
+      const rows = await inChunks(seqs, (chunk) => selectTurns(`conversation_id = ? AND seq IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]));
+      return seqs.length > IN_CHUNK ? rows.sort((a, b) => a.seq - b.seq) : rows;
     },
 
-    byIds(conversationId: string, ids: string[]): Promise<TurnRecord[]> {
-      if (ids.length === 0) return Promise.resolve([]);
-      return selectTurns(`conversation_id = ? AND id IN (${placeholders(ids.length)})`, [conversationId, ...ids]);
+    byIds(conversationId: string, ids: readonly string[]): Promise<TurnRecord[]> {
+      return inChunks(ids, (chunk) => selectTurns(`conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
     },
 
-    byHashes(conversationId: string, hashes: string[]): Promise<TurnRecord[]> {
-      if (hashes.length === 0) return Promise.resolve([]);
-      return selectTurns(`conversation_id = ? AND content_hash IN (${placeholders(hashes.length)}) ORDER BY seq`, [conversationId, ...hashes]);
+    async byHashes(conversationId: string, hashes: readonly string[]): Promise<TurnRecord[]> {
+      const rows = await inChunks(hashes, (chunk) => selectTurns(`conversation_id = ? AND content_hash IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]));
+      return hashes.length > IN_CHUNK ? rows.sort((a, b) => a.seq - b.seq) : rows;
     },
 
     /** BM25 over turn text and speaker names; higher `score` is better. */
@@ -177,14 +196,19 @@ export function createTurnStore(driver: StorageDriver) {
 
     /** Speaker names of a conversation (as stored), for query parsing. */
     async speakers(conversationId: string): Promise<string[]> {
-      return [...(await factsOf(conversationId)).speakers];
+      const f = await factsOf(conversationId);
+      if (f.turns === 0) return [];
+      if (f.speakers === null) {
+        const names = await driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]);
+        f.speakers = new Set(names.map((r) => r.name));
+      }
+      return [...f.speakers];
     },
 
     /** Cached token counts for `rowids` in `encoding`. */
     async tokenCounts(rowids: number[], encoding: string): Promise<Map<number, number>> {
       const out = new Map<number, number>();
-      for (let i = 0; i < rowids.length; i += 500) {
-        const chunk = rowids.slice(i, i + 500);
+      for (const chunk of chunks(rowids)) {
         const rows = await driver.query<{ turn_rowid: number; tokens: number }>(
           `SELECT turn_rowid, tokens FROM turn_tokens WHERE encoding = ? AND turn_rowid IN (${placeholders(chunk.length)})`, [encoding, ...chunk]);
         for (const r of rows) out.set(Number(r.turn_rowid), Number(r.tokens));
@@ -229,12 +253,17 @@ export function createTurnStore(driver: StorageDriver) {
           });
         }
       });
-      await driver.batch(statements);
-      const f = facts.get(conversationId);
-      if (f) {
-        f.turns += turns.length;
-        for (const t of turns) if (t.message.name !== undefined) f.speakers.add(t.message.name);
+      try {
+        await driver.batch(statements);
+      } catch (error) {
+        // A driver may fail after its commit (or half-way, without a transaction): what is stored is unknown, so
+        // the cached count and speakers are dropped and read again next time.
+        facts.delete(conversationId);
+        throw error;
       }
+      const speakers = facts.get(conversationId)?.speakers ?? null;
+      for (const t of turns) if (t.message.name !== undefined) speakers?.add(t.message.name);
+      facts.set(conversationId, { turns: base + turns.length, speakers });
     },
   };
 }

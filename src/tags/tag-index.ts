@@ -62,7 +62,9 @@ export function createTagIndex(o: TagIndexOptions) {
       let turnTotal = countedTo + 1;
       const saved: UnitTags[] = [];
       const failures: string[] = [];
-      const vocabulary = [...(await o.canonicalizer.counts(conversationId)).keys()];
+      // Most used first, as stored (an LLM tagger's prompt takes the head of the list).
+      const vocabulary = [...(await o.canonicalizer.counts(conversationId))].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([t]) => t);
+      const known = new Set(vocabulary);
       for (const unit of group(turns)) {
         const fresh = unit.filter((t) => t.seq > countedTo);
         if (fresh.length === 0) continue;
@@ -85,10 +87,9 @@ export function createTagIndex(o: TagIndexOptions) {
           tagger,
         });
         // Vocabulary feedback within a batch too: the next unit's tagger sees these.
-        for (const t of tags) if (!vocabulary.includes(t)) vocabulary.push(t);
+        for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
       }
-      await o.tags.saveUnits(conversationId, saved, terms, nowIso);
-      await o.canonicalizer.refresh(conversationId);
+      await o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, saved, terms, nowIso));
       return { units: saved.length, failures };
     },
   };

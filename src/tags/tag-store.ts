@@ -1,5 +1,5 @@
 import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
-import { placeholders } from '../store/turn-store.js';
+import { inChunks, placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver } from '../types.js';
 
 /** A tagged unit: a user turn (`unitSeq`) and the replies that follow it, up to `endSeq`. */
@@ -88,10 +88,10 @@ export function createTagStore(driver: StorageDriver) {
     /**
      * Stores (or replaces) the tags of units, counts the terms of newly tagged turns, and brings the statistics of
      * every tag gained or lost up to date — one transaction. A gained tag's statistics move by one unit; a lost one's
-     * (a unit re-tagged once its replies arrived) are recounted.
+     * (a unit re-tagged once its replies arrived) are recounted. Returns the tags whose statistics changed.
      */
-    async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string): Promise<void> {
-      if (units.length === 0) return;
+    async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string): Promise<string[]> {
+      if (units.length === 0) return [];
       const seqs = JSON.stringify(units.map((u) => u.unitSeq));
       const known = new Set((await driver.query<{ unit_seq: number }>(
         'SELECT unit_seq FROM units WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))', [conversationId, seqs]))
@@ -105,6 +105,7 @@ export function createTagStore(driver: StorageDriver) {
         before.set(Number(r.unit_seq), m);
       }
       const lost = new Set<string>();
+      const changed = new Set<string>();
       const statements: Statement[] = [];
       for (const u of units) {
         statements.push({ sql: 'INSERT OR REPLACE INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)',
@@ -121,7 +122,10 @@ export function createTagStore(driver: StorageDriver) {
           if (old.get(tag) === related) continue;
           statements.push({ sql: 'INSERT OR REPLACE INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)',
             params: [conversationId, tag, u.unitSeq, related] });
-          if (!old.has(tag)) statements.push({ sql: GAIN, params: [conversationId, tag, u.unitSeq, nowIso] });
+          if (!old.has(tag)) {
+            statements.push({ sql: GAIN, params: [conversationId, tag, u.unitSeq, nowIso] });
+            changed.add(tag);
+          }
         }
       }
       for (const tag of lost) statements.push({ sql: RESTAT, params: [conversationId, tag, nowIso] });
@@ -133,6 +137,14 @@ export function createTagStore(driver: StorageDriver) {
       await driver.batch(statements);
       const count = unitCounts.get(conversationId);
       if (count !== undefined) unitCounts.set(conversationId, count + units.filter((u) => !known.has(u.unitSeq)).length);
+      return [...changed, ...[...lost].filter((t) => !changed.has(t))];
+    },
+
+    /** Units carrying each of `tags` (a tag no unit carries is absent). */
+    async tagUnits(conversationId: string, tags: readonly string[]): Promise<Map<string, number>> {
+      const rows = await inChunks(tags, (chunk) => driver.query<{ tag: string; units: number }>(
+        `SELECT tag, units FROM tags WHERE conversation_id = ? AND tag IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      return new Map(rows.map((r) => [r.tag, Number(r.units)]));
     },
 
     /** In how many turns of the conversation each term occurs (absent: never). */

@@ -1,5 +1,7 @@
 // npm run bench — replays ../shared/data through the public API and prints recall and latency figures.
 // Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction,embedding  --window=8192  --reserve=1024  --memory=N
+//          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
+//          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --compaction=off  --embed=off (default: USE-Lite, vectors cached on disk between runs)
 import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/messages.js';
@@ -12,6 +14,7 @@ import type { ChatMessage, MemoryOptions } from '../../src/types.js';
 import type { TurnRecord } from '../../src/store/turn-store.js';
 import { cachedUseLite } from './cached-embedder.js';
 import { embeddingBench } from './embedding.js';
+import { longRunBench, parseLongRunArgs } from './long-run.js';
 import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
@@ -200,3 +203,4 @@ if (only.has('longmemeval')) await recallBench('LongMemEval_S (dev: 60 questions
 if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
 if (only.has('embedding')) await embeddingBench();
+if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));

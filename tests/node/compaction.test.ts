@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Memory } from '../../src/index.js';
+import { FOLD_SEGMENTS, HARD_TURNS, ROLLUP_TAGS } from '../../src/compaction/compactor.js';
 import { setCover, segment } from '../../src/compaction/segmenter.js';
+import { createSummaryStore } from '../../src/compaction/summary-store.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import type { ChatMessage, StorageDriver, Summarizer, SummaryRequest } from '../../src/types.js';
 import { assistant, createMemory, recount, user } from './helpers.js';
@@ -231,7 +233,137 @@ describe('compaction', () => {
   });
 });
 
+describe('compaction stays bounded in a long conversation', () => {
+  it('a hard compaction does a bounded batch; the next calls and the background finish it, every request within budget', async () => {
+    const driver = await sqliteWasm()();
+    memory = await createMemory({ contextWindow: 16_000, storage: driver });
+    // 1,400 turns (~50,000 tokens) in one call: far over the hard threshold.
+    const messages = chat(700);
+    const report = await memory.onTurnComplete({ conversationId: 'c', messages });
+    const hard = report.compaction!;
+    expect(hard.trigger).toBe('hard');
+    expect(hard.turnsCompacted).toBeGreaterThan(0);
+    // Stopped between segments: at most HARD_TURNS and the segments summarized alongside the last ones.
+    expect(hard.turnsCompacted).toBeLessThanOrEqual(HARD_TURNS + 4 * 12);
+    expect(hard.tokensAfter).toBeGreaterThan(0.7 * 16_000);
+    expect(hard.tokensAfter).toBeLessThan(hard.tokensBefore);
+    // The active history is still over the window: assembly sends what fits, exactly counted.
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('How much did the vendorda option cost us?') });
+    expect(recount(ctx)).toBe(ctx.budget.total);
+    expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
+    expect(ctx.recallText).toContain('from vendorda because it costs 6 dollars');
+    // A few more exchanges: each call compacts another bounded batch (hard) or hands it to the background (soft).
+    const more = chat(710).slice(1400);
+    const reports = [hard];
+    for (let i = 0; i < more.length; i += 2) {
+      const r = await memory.onTurnComplete({ conversationId: 'c', messages: more.slice(i, i + 2) });
+      if (r.compaction) reports.push(r.compaction);
+    }
+    reports.push(...await memory.flush());
+    for (const r of reports.filter((x) => x.trigger === 'hard')) expect(r.turnsCompacted).toBeLessThanOrEqual(HARD_TURNS + 4 * 12);
+    expect(reports.at(-1)!.tokensAfter).toBeLessThanOrEqual(0.7 * 16_000);
+    const state = await storedState(driver);
+    expectTiled(state.segments, state.watermark);
+    expect(state.watermark).toBeGreaterThan(1000);
+  });
+
+  it('tag summaries fold in the new segments of their tag: each lists exactly the segments carrying it, in order', async () => {
+    const driver = await sqliteWasm()();
+    memory = await createMemory({ contextWindow: 3000, compaction: false, sumWindow: 4, storage: driver });
+    const messages = chat(90);
+    const covered = new Set<string>();
+    // Three passes, each over new turns only.
+    for (const end of [60, 120, 180]) {
+      await memory.onTurnComplete({ conversationId: 'c', messages: messages.slice(end - 60, end) });
+      const report = await memory.compact('c');
+      expect(report?.tagsCovered.length).toBeGreaterThan(0);
+      for (const t of report!.tagsCovered) covered.add(t);
+    }
+    const all = await memory.summaries('c');
+    const byId = new Map(all.map((x) => [x.id, x]));
+    const segments = all.filter((x) => x.kind === 'segment');
+    const tagSummaries = all.filter((x) => x.kind === 'tag' && !x.parentId);
+    expect(new Set(tagSummaries.map((x) => x.tag))).toEqual(covered);
+    expect(tagSummaries.length).toBe(covered.size);
+    // A version's sources: the previous version (kept, rolled up into it) and the segments it folded in.
+    const folded = (t: typeof all[number]): string[] => t.sourceIds.flatMap((id) => (byId.get(id)!.kind === 'tag' ? folded(byId.get(id)!) : [id]));
+    let versions = 0;
+    for (const t of tagSummaries) {
+      const carrying = segments.filter((x) => x.firstSeq <= t.lastSeq && (x.tags.includes(t.tag!) || x.relatedTags.includes(t.tag!)));
+      expect(folded(t), t.tag).toEqual(carrying.map((x) => x.id));
+      expect(t.sourceIds.length).toBeLessThanOrEqual(FOLD_SEGMENTS + 1);
+      expect(t.firstSeq).toBe(carrying[0]!.firstSeq);
+      expect(t.tags[0]).toBe(t.tag);
+      for (let v: typeof t | undefined = t; v; v = byId.get(v.sourceIds[0]!)?.kind === 'tag' ? byId.get(v.sourceIds[0]!) : undefined) versions++;
+    }
+    expect(versions).toBeGreaterThan(tagSummaries.length);
+    // The cover: every compacted segment carries a tag that has a tag summary, including the last pass's.
+    const summarized = new Set(tagSummaries.map((x) => x.tag!));
+    for (const x of segments) expect(x.tags.some((t) => summarized.has(t)), `${x.firstSeq}-${x.lastSeq}`).toBe(true);
+    expect(Math.max(...tagSummaries.map((x) => x.lastSeq))).toBe(segments.at(-1)!.lastSeq);
+    // Tag rows index the segments only (what a tag summary folds in next), every one of them.
+    const rows = await driver.query<{ kind: string; n: number }>('SELECT s.kind AS kind, COUNT(*) AS n FROM summary_tags st JOIN summaries s ON s.rowid = st.summary_rowid GROUP BY s.kind');
+    expect(rows.map((r) => [r.kind, Number(r.n)])).toEqual([['segment', segments.reduce((n, x) => n + new Set([...x.tags, ...x.relatedTags]).size, 0)]]);
+  });
+
+  it('the master and the roll-ups inherit at most ROLLUP_TAGS tags, however many their sources carry', async () => {
+    memory = await createMemory({ contextWindow: 3000, compaction: false, sumWindow: 2, nSumSum: 2, maxSumLevel: 3 });
+    await memory.onTurnComplete({ conversationId: 'c', messages: chat(120) });
+    await memory.compact('c');
+    const all = await memory.summaries('c');
+    const distinct = new Set(all.filter((x) => x.kind === 'segment').flatMap((x) => x.tags));
+    expect(distinct.size).toBeGreaterThan(3 * ROLLUP_TAGS);
+    const masters = all.filter((x) => x.kind === 'master');
+    expect(masters.length).toBeGreaterThan(5);
+    for (const x of all.filter((y) => y.kind === 'master' || y.kind === 'rollup')) expect(x.tags.length, x.kind).toBeLessThanOrEqual(ROLLUP_TAGS);
+    // The current master names the most used tags of the whole conversation, not only the latest ones.
+    const master = masters.find((x) => !x.parentId)!;
+    for (const word of ['materialized', 'lisbon', 'sourdough', 'tenant', 'kubernetes']) expect(master.tags, word).toContain(word);
+    const used = new Map((await memory.tags('c')).map((t) => [t.tag, t.units]));
+    const least = Math.min(...master.tags.map((t) => used.get(t) ?? 0));
+    expect([...used].filter(([t, n]) => n > least && !master.tags.includes(t))).toEqual([]);
+  });
+
+  it('reads the frontier level by level: the same summaries as every summary not rolled up', async () => {
+    const driver = await sqliteWasm()();
+    memory = await createMemory({ contextWindow: 3000, compaction: false, sumWindow: 2, nSumSum: 3, maxSumLevel: 3, storage: driver });
+    const store = createSummaryStore(driver);
+    const messages = chat(100);
+    const kinds = new Set<string>();
+    for (let end = 40; end <= 200; end += 40) {
+      await memory.onTurnComplete({ conversationId: 'c', messages: messages.slice(end - 40, end) });
+      await memory.compact('c');
+      const all = await memory.summaries('c');
+      const expected = all.filter((x) => x.kind !== 'tag' && !x.parentId).sort((a, b) => a.firstSeq - b.firstSeq || b.level - a.level).map((x) => x.id);
+      const frontier = await store.frontier('c');
+      expect(frontier.map((x) => x.id)).toEqual(expected);
+      for (const x of frontier) kinds.add(x.kind);
+    }
+    expect([...kinds].sort()).toEqual(['master', 'rollup', 'segment']);
+    expect(await store.frontier('nobody')).toEqual([]);
+  });
+
+  it('a temporal question reads the earliest segments only, not every one', async () => {
+    memory = await createMemory({ contextWindow: 3000, compaction: false, sumWindow: 2 });
+    await memory.onTurnComplete({ conversationId: 'c', messages: chat(150) });
+    await memory.compact('c');
+    expect((await memory.summaries('c', { kind: 'segment' })).length).toBeGreaterThan(120);
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Going back to the very beginning, what did we decide first?') });
+    expect(ctx.temporal).toBe(true);
+    const considered = [...ctx.manifest.filter((e) => e.kind === 'summary'), ...ctx.dropped.filter((e) => e.kind === 'summary')];
+    expect(considered.length).toBeGreaterThan(0);
+    expect(considered.length).toBeLessThanOrEqual(64);
+    expect(ctx.manifest.find((e) => e.kind === 'summary')?.covers?.fromSeq).toBe(0);
+  });
+});
+
 describe('segmenter and set cover', () => {
+  it('a segment shorter than half of sumWindow takes the next unit whatever its tags', () => {
+    const units = Array.from({ length: 8 }, (_, i) => ({ unitSeq: 2 * i, endSeq: 2 * i + 1, tags: [`t${i}`] }));
+    expect(segment(units, 0, 12).map((s) => [s.firstSeq, s.lastSeq])).toEqual([[0, 5], [6, 11], [12, 15]]);
+    expect(segment(units, 0, 2).map((s) => [s.firstSeq, s.lastSeq])).toHaveLength(8);
+  });
+
   it('groups consecutive units that share a tag, capped by sumWindow, tiling the range', () => {
     const units = [
       { unitSeq: 2, endSeq: 3, tags: ['a'] }, { unitSeq: 4, endSeq: 5, tags: ['a', 'b'] }, { unitSeq: 6, endSeq: 7, tags: ['b'] },

@@ -62,7 +62,8 @@ async function snapshot(): Promise<string> {
   const convs = await memory.conversations();
   const parts: unknown[] = [convs, await memory.aliases.list()];
   for (const c of convs) {
-    parts.push(await memory.turns(c.id, { limit: 10_000 }), await memory.tags(c.id), await memory.pins(c.id), (await memory.summaries(c.id)).length);
+    parts.push(await memory.turns(c.id, { limit: 10_000 }), await memory.tags(c.id), await memory.pins(c.id), (await memory.summaries(c.id)).length,
+      await memory.aliases.list({ conversationId: c.id }));
   }
   return JSON.stringify(parts);
 }
