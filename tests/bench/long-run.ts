@@ -15,21 +15,10 @@ import { writeFileSync } from 'node:fs';
 import { createSqliteDriver, sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import type { ChatMessage, CompactionReport, StorageDriver } from '../../src/types.js';
 import { mean, percentile } from './metrics.js';
+import { rng } from '../node/rng.js';
 
 const CONVERSATION = 'long-run';
 const WINDOW = 1000;
-
-/** A deterministic pseudo-random generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Topic {
   name: string;

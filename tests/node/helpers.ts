@@ -4,6 +4,8 @@ import { messageText } from '../../src/messages.js';
 import { createMemory as create } from '../../src/index.js';
 import type { AssembledContext, ChatMessage, MemoryOptions } from '../../src/types.js';
 
+export { rng } from './rng.js';
+
 /**
  * The engine without embeddings, for tests about budgets, storage, compaction and keyword retrieval (the default
  * embedder loads USE-Lite and embeds every stored turn). Retrieval tests with the real encoder: embeddings.test.ts.
@@ -32,16 +34,4 @@ export function user(content: string, extra: Partial<ChatMessage> = {}): ChatMes
 
 export function assistant(content: string, extra: Partial<ChatMessage> = {}): ChatMessage {
   return { role: 'assistant', content, ...extra };
-}
-
-/** A deterministic pseudo-random generator (mulberry32), so generated cases are reproducible. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { createBpeCounter, gptTokenizerTable, isValidUtf8, jsTiktokenTable, utf8Binary } from '../../src/tokens/bpe.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import type { EncodingName, Tokenizer } from '../../src/types.js';
+import { rng } from './rng.js';
 
 // The packages themselves, counting special-token text as plain text (as createTokenizer configures them).
 const plain = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
@@ -61,18 +62,6 @@ const segment = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 12 }), weight: 2 },
 );
 const text = fc.array(segment, { maxLength: 24 }).map((parts) => parts.join(''));
-
-/** A deterministic pseudo-random generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = ['the', 'memory', 'conversation', 'naïve', 'café', 'Straße', '日本語の', 'テキスト', '中文', '한국어', 'привет', 'مرحبا',
   '🧠', '🚀', '👍🏽', '12345', '3.14159', '<|endoftext|>', 'function', 'return', 'a + b;', '{"json": [1, 2]}', '—', '...', "don't", "it's"];
