@@ -1,6 +1,7 @@
 import { type Remote, proxy, releaseProxy, wrap } from 'comlink';
 import { installErrorTransfer } from './_comlink-errors.js';
-import type { AliasApi, Memory } from './engine.js';
+import type { Memory } from './engine.js';
+import type { AliasApi } from './tags/tag-canonicalizer.js';
 import { PagewiseError } from './errors.js';
 import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './worker-protocol.js';
 

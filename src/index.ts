@@ -2,8 +2,8 @@
  * pagewise: a memory that never forgets for LLM chat apps. The core is runtime-agnostic: it runs in Node, in a
  * browser worker (see `pagewise/client`) and at the edge.
  */
-export { createMemory, type AliasApi, type Memory } from './engine.js';
-export type { AliasSuggestion } from './tags/tag-canonicalizer.js';
+export { createMemory, type Memory } from './engine.js';
+export type { AliasApi, AliasSuggestion } from './tags/tag-canonicalizer.js';
 export type { TagAlias, TagStat } from './tags/tag-store.js';
 export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } from './errors.js';
 export { sqliteWasm, type SqliteWasmOptions } from './storage/sqlite-wasm.js';

@@ -7,7 +7,7 @@ import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
 import { TOKENS_PER_MESSAGE, countCacheKey } from '../tokens/chat-format.js';
 import type { CompactionReport, Summarizer, SummaryItem, SummaryRequest, Tokenizer } from '../types.js';
-import { type Segment, type TaggedUnit, pool, segment, setCover } from './segmenter.js';
+import { type Segment, type TaggedUnit, pool, prominent, segment, setCover } from './segmenter.js';
 import type { NewSummary, SummaryRecord, SummaryStore } from './summary-store.js';
 
 export interface CompactionSettings {
@@ -72,17 +72,6 @@ interface CommittedSegment {
   units: readonly TaggedUnit[];
   tags: readonly string[];
   related: readonly string[];
-}
-
-/**
- * A roll-up's inherited tags: of the tags its parts carry, the `limit` on the most units of the conversation (`used`),
- * ties to those on more parts, then to the earlier.
- */
-export function prominent(lists: readonly (readonly string[])[], used: ReadonlyMap<string, number>, limit: number): string[] {
-  const parts = new Map<string, number>();
-  for (const list of lists) for (const t of new Set(list)) parts.set(t, (parts.get(t) ?? 0) + 1);
-  // Map order is first appearance: a stable sort keeps it among equals.
-  return [...parts].sort((a, b) => (used.get(b[0]) ?? 0) - (used.get(a[0]) ?? 0) || b[1] - a[1]).slice(0, limit).map(([t]) => t);
 }
 
 function speaker(t: TurnRecord): string {

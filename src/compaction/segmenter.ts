@@ -78,6 +78,17 @@ export function setCover(unitTags: ReadonlyMap<number, readonly string[]>): stri
   return cover;
 }
 
+/**
+ * A roll-up's inherited tags: of the tags its parts carry, the `limit` on the most units of the conversation (`used`),
+ * ties to those on more parts, then to the earlier.
+ */
+export function prominent(lists: readonly (readonly string[])[], used: ReadonlyMap<string, number>, limit: number): string[] {
+  const parts = new Map<string, number>();
+  for (const list of lists) for (const t of new Set(list)) parts.set(t, (parts.get(t) ?? 0) + 1);
+  // Map order is first appearance: a stable sort keeps it among equals.
+  return [...parts].sort((a, b) => (used.get(b[0]) ?? 0) - (used.get(a[0]) ?? 0) || b[1] - a[1]).slice(0, limit).map(([t]) => t);
+}
+
 /** Runs `fn` over `items` with at most `limit` at once; results in input order. */
 export function pool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R>[] {
   const results: Promise<R>[] = [];
