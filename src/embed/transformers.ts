@@ -18,7 +18,7 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
     try {
       hf = await import('@huggingface/transformers');
     } catch (cause) {
-      throw new PagewiseError('EMBEDDING_ERROR', MODULE, 'transformers.js is not installed: npm i @huggingface/transformers@4.3.1 (set ONNXRUNTIME_NODE_INSTALL=skip), or use another embedder.', { cause });
+      throw new PagewiseError('EMBEDDING_ERROR', MODULE, 'transformers.js is not installed: npm i @huggingface/transformers@4.3.1 (offline, add onnxruntime-node-install=skip to your .npmrc), or use another embedder.', { cause });
     }
     const { env } = hf;
     env.allowRemoteModels = options.allowRemoteModels ?? false;
