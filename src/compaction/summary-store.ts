@@ -65,6 +65,12 @@ function insertSummary(s: NewSummary): Statement[] {
 }
 
 
+// The summaries of one kind (?2) and level (?3) not rolled up: those after the newest rolled-up one (a roll-up always
+// takes the oldest of its level not rolled up yet).
+const UNROLLED = `conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NULL AND first_seq >
+  COALESCE((SELECT first_seq FROM summaries WHERE conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NOT NULL
+            ORDER BY first_seq DESC LIMIT 1), -1)`;
+
 /** Every SQL statement of the memory hierarchy: the watermark and the summaries of every level. */
 export function createSummaryStore(driver: StorageDriver) {
   const select = async (where: string, params: SqlValue[]): Promise<SummaryRecord[]> =>
@@ -94,9 +100,7 @@ export function createSummaryStore(driver: StorageDriver) {
       const out: SummaryRecord[] = [];
       for (let level = 1; ; level++) {
         const kind = level === 1 ? 'segment' : 'rollup';
-        const rows = await select(`conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NULL AND first_seq >
-          COALESCE((SELECT first_seq FROM summaries WHERE conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NOT NULL
-                    ORDER BY first_seq DESC LIMIT 1), -1)`, [conversationId, kind, level]);
+        const rows = await select(UNROLLED, [conversationId, kind, level]);
         out.push(...rows);
         if (rows.length > 0) continue;
         // Levels in use run from 1 up without gaps: stop at the first level with no summary at all.
@@ -110,9 +114,7 @@ export function createSummaryStore(driver: StorageDriver) {
 
     /** The oldest `limit` summaries of `level` not rolled up yet (segments at level 1, roll-ups above), oldest first. */
     unrolled(conversationId: string, level: number, limit: number): Promise<SummaryRecord[]> {
-      return select(`conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NULL AND first_seq >
-        COALESCE((SELECT first_seq FROM summaries WHERE conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_id IS NOT NULL
-                  ORDER BY first_seq DESC LIMIT 1), -1) ORDER BY first_seq LIMIT ?4`, [conversationId, level === 1 ? 'segment' : 'rollup', level, limit]);
+      return select(`${UNROLLED} ORDER BY first_seq LIMIT ?4`, [conversationId, level === 1 ? 'segment' : 'rollup', level, limit]);
     },
 
     /** The master summary not rolled up (the newest one), if any. */

@@ -149,14 +149,9 @@ export function createTagStore(driver: StorageDriver) {
 
     /** In how many turns of the conversation each term occurs (absent: never). */
     async termFrequencies(conversationId: string, terms: readonly string[]): Promise<Map<string, number>> {
-      const out = new Map<string, number>();
-      for (let i = 0; i < terms.length; i += 400) {
-        const chunk = terms.slice(i, i + 400);
-        const rows = await driver.query<{ term: string; turns: number }>(
-          `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]);
-        for (const r of rows) out.set(r.term, Number(r.turns));
-      }
-      return out;
+      const rows = await inChunks(terms, (chunk) => driver.query<{ term: string; turns: number }>(
+        `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      return new Map(rows.map((r) => [r.term, Number(r.turns)]));
     },
 
     /** All tags of a conversation, most used first. */
