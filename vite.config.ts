@@ -21,7 +21,11 @@ export default defineConfig({
   appType: 'mpa',
   plugins: [demoAtRoot, pagewiseAssets()],
   // sqlite-wasm finds its .wasm next to its own module: pre-bundling would move it.
-  optimizeDeps: { exclude: ['@sqlite.org/sqlite-wasm'] },
+  optimizeDeps: {
+    exclude: ['@sqlite.org/sqlite-wasm'],
+    // Found only inside the workers: named here so that the dev server does not reload the page once to add them.
+    include: ['@huggingface/transformers', 'comlink', 'fastest-levenshtein', 'pluralize', 'stemmer'],
+  },
   worker: { format: 'es' },
   server: { port: 5173 },
   preview: { port: 4179, strictPort: true },

@@ -1,6 +1,6 @@
 import { get, set } from 'idb-keyval';
 import { connect, type Memory } from '../src/client.js';
-import type { AssembledContext, ChatMessage, StoredTurn } from '../src/types.js';
+import type { AssembledContext, ChatMessage, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/types.js';
 import { offlineReply } from './responder.js';
 
 type Settings = { conversationId: string; contextWindow: number; reserveTokens: number; memoryTokens: number; protectedRecentTurns: number };
@@ -35,6 +35,30 @@ function showError(e: unknown): void {
   statusEl.append(Object.assign(document.createElement('span'), { className: 'error', textContent: `${err.code ?? 'error'}: ${err.message ?? String(e)}` }));
 }
 
+const modelEl = $('model');
+const modelBar = $<HTMLProgressElement>('model-progress');
+
+/** The embedding model's load (44 MB the first time, then from the HTTP cache): progress, then ready. */
+function showModel(p: ModelProgress): void {
+  modelBar.value = p.progress ?? 0;
+  if (p.status === 'ready') {
+    modelEl.textContent = `embedding model: ready (all-MiniLM-L6-v2 on ${p.device ?? 'wasm'}, in its own worker)`;
+    modelBar.hidden = true;
+    document.body.dataset.model = 'ready';
+  } else {
+    modelEl.textContent = `embedding model: loading ${Math.round((p.progress ?? 0) * 100)}%${p.file ? ` (${p.file})` : ''}`;
+    modelBar.hidden = false;
+    document.body.dataset.model = 'loading';
+  }
+}
+
+/** The background queue's progress for the open conversation. */
+function showEmbedded(p: EmbeddingProgress): void {
+  if (p.conversationId !== settings.conversationId) return;
+  $('embedded').textContent = `${p.embedded}/${p.total} turns and summaries embedded`;
+  document.body.dataset.embedded = `${p.embedded}/${p.total}`;
+}
+
 function restart(): void {
   statusEl.textContent = 'starting the worker…';
   document.body.dataset.ready = 'false';
@@ -47,7 +71,7 @@ async function start(): Promise<void> {
   settings = readSettings();
   await set('pagewise-demo-settings', settings);
   const { conversationId: _c, ...options } = settings;
-  memory = await connect({ ...options, storage: { directory: '.pagewise-demo' } });
+  memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
   statusEl.textContent = 'ready · SQLite on OPFS in a worker';
   document.body.dataset.ready = 'true';
   await renderTurns();
@@ -75,6 +99,7 @@ async function renderTurns(): Promise<void> {
     return li;
   }));
   $('turn-count').textContent = `${turns.length} stored turns · green: sent last time · dashed: recalled`;
+  if (memory) showEmbedded(await memory.embeddingStatus(settings.conversationId));
   list.scrollTop = list.scrollHeight;
 }
 

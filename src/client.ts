@@ -47,7 +47,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     worker.terminate();
   };
   try {
-    await Promise.race([remote.open(engineOptions, onEmbeddingProgress && proxy(onEmbeddingProgress), onModelProgress && proxy(onModelProgress)), failed]);
+    await Promise.race([remote.open({ preloadEmbedder: true, ...engineOptions }, onEmbeddingProgress && proxy(onEmbeddingProgress), onModelProgress && proxy(onModelProgress)), failed]);
   } catch (error) {
     shutdown();
     throw error;

@@ -27,6 +27,10 @@ export interface HierarchyDeps {
   tags: TagStore;
   tokenizer: () => Promise<Tokenizer>;
   background: Background;
+  /** Queues embedding of what a compaction wrote. */
+  embedLater(conversationId: string): void;
+  /** Resolves when a model load under way has finished. */
+  modelSettled(): Promise<void>;
   /** Reports of background compactions, handed out by flush(). */
   reports: CompactionReport[];
 }
@@ -43,12 +47,15 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       return serial(async () => validateConversationId(conversationId)).then(async (id) => {
         await serial(() => index.indexNew(id, new Date().toISOString()));
         const report = await compactor.compact(id, 'manual', serial, background.signal);
+        d.embedLater(id);
         await serial(() => ledger.flush()).catch(() => undefined);
         return report;
       });
     },
 
+    /** Resolves when background work is done: compaction, regeneration, and every vector they and new turns need. */
     async flush() {
+      await d.modelSettled();
       await background.idle();
       return reports.splice(0);
     },
@@ -83,6 +90,7 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
         const targets = await serial(() => summaries.list(conversationId));
         const chosen = targets.filter((x) => x.stale && (options.ids === undefined || options.ids.includes(x.id)));
         const regenerated = await compactor.regenerate(conversationId, chosen, serial, background.signal);
+        d.embedLater(conversationId);
         await serial(() => ledger.flush());
         return { regenerated, marked };
       });

@@ -135,6 +135,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     driver, embedder: makeEmbedder(opts, opts.onModelProgress), implicit: opts.embedderImplicit, threshold: opts.similarityThreshold,
     background, serial, onProgress: opts.onEmbeddingProgress,
   });
+  if (opts.preloadEmbedder) semantic.warm();
   const { summarizer, fallback } = makeSummarizer(opts, llm, tokenizer);
   const compactor = createCompactor({
     turns: store, tags: tagStore, summaries: summaryStore, canonicalizer, rules, tokenizer, summarizer, fallback,
@@ -149,6 +150,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     background.later(`compact:${conversationId}`, async () => {
       const report = await compactor.compact(conversationId, 'soft', serial, background.signal);
       if (report) reports.push(report);
+      // New summaries wait for their vectors like turns do (flush() returns once they have them).
+      semantic.schedule(conversationId);
       await serial(() => ledger.flush()).catch(() => undefined);
     });
   };
@@ -156,6 +159,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     background.later(`regenerate:${conversationId}`, async () => {
       const fresh = await serial(() => summaryStore.byIds(conversationId, stale.map((x) => x.id)));
       await compactor.regenerate(conversationId, fresh.filter((x) => x.stale), serial, background.signal).catch(() => 0);
+      semantic.schedule(conversationId);
       await serial(() => ledger.flush()).catch(() => undefined);
     });
   };
@@ -361,10 +365,15 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     },
 
     embeddingStatus(conversationId) {
-      return serial(async () => semantic.status(validateConversationId(conversationId)));
+      return serial(async () => {
+        const status = await semantic.status(validateConversationId(conversationId));
+        // Asking is a sign of interest: vectors a reload left missing are queued (as a first question would).
+        if (status.embedded < status.total) semantic.touch(conversationId);
+        return status;
+      });
     },
 
-    ...hierarchyApi({ serial, index, compactor, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
+    ...hierarchyApi({ serial, index, compactor, embedLater: semantic.schedule, modelSettled: semantic.settled, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
 
     async close() {
       if (closed) return;

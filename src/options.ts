@@ -39,9 +39,10 @@ export interface ResolvedOptions {
   minConsecutiveToolMessages: number;
   largePayloadThreshold: number;
   offloadPreview: number;
-  /** null: none. `implicit` when it is the USE-Lite default nobody asked for (a missing package is then quiet). */
+  /** null: none. `implicit` when it is the default nobody asked for (a missing package is then quiet). */
   embedder: Exclude<EmbedderOptions, false> | null;
   embedderImplicit: boolean;
+  preloadEmbedder: boolean;
   similarityThreshold: number | undefined;
   onEmbeddingProgress: ((progress: EmbeddingProgress) => void) | undefined;
   onModelProgress: ((progress: ModelProgress) => void) | undefined;
@@ -51,7 +52,7 @@ const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model'
   'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'minConsecutiveToolMessages',
-  'largePayloadThreshold', 'offloadPreview', 'embedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
+  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -156,23 +157,23 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   }
   if (summarizer === 'llm' && !llm) bad('summarizer', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "extractive".');
   if (options.compaction !== undefined && typeof options.compaction !== 'boolean') bad('compaction', 'must be true or false.');
+  if (options.preloadEmbedder !== undefined && typeof options.preloadEmbedder !== 'boolean') bad('preloadEmbedder', 'must be true or false.');
   const summaryRatio = ratio(options.summaryRatio, 'summaryRatio', 0.25);
   const embedder = options.embedder;
   if (embedder !== undefined && embedder !== false) {
     const e = embedder as { provider?: unknown; embed?: unknown; modelId?: unknown; dimensions?: unknown; model?: unknown; baseUrl?: unknown };
     const ok = typeof embedder === 'object' && embedder !== null && (
       (typeof e.embed === 'function' && typeof e.modelId === 'string' && e.modelId !== '' && Number.isInteger(e.dimensions) && Number(e.dimensions) > 0)
-      || e.provider === 'use-lite'
-      || (e.provider === 'transformers' && typeof e.model === 'string' && e.model !== '')
+      || (e.provider === 'transformers' && (e.model === undefined || (typeof e.model === 'string' && e.model !== '')))
       || (e.provider === 'openai-compatible' && typeof e.model === 'string' && e.model !== '' && typeof e.baseUrl === 'string' && /^https?:\/\//.test(e.baseUrl)));
     if (!ok) {
-      bad('embedder', 'must be false, an Embedder ({ modelId, dimensions, maxBatchSize, embed(texts) }), { provider: "use-lite" }, '
-        + '{ provider: "transformers", model } or { provider: "openai-compatible", baseUrl: "http(s)://…/v1", model, apiKey? }.');
+      bad('embedder', 'must be false, an Embedder ({ modelId, dimensions, maxBatchSize, embed(texts) }), { provider: "transformers", model? } '
+        + 'or { provider: "openai-compatible", baseUrl: "http(s)://…/v1", model, apiKey? }.');
     }
   }
   const similarityThreshold = options.similarityThreshold;
   if (similarityThreshold !== undefined && (typeof similarityThreshold !== 'number' || !(similarityThreshold >= -1 && similarityThreshold <= 1))) {
-    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.25 for USE-Lite (got ${describe(similarityThreshold)}).`);
+    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.3 for all-MiniLM-L6-v2 (got ${describe(similarityThreshold)}).`);
   }
   for (const name of ['onEmbeddingProgress', 'onModelProgress'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function.');
@@ -180,8 +181,9 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   const nSum = options.nSum === undefined || options.nSum === null ? null : int(options.nSum, 'nSum', 1, 1);
   return {
     compaction: options.compaction ?? true,
-    embedder: embedder === false ? null : embedder ?? { provider: 'use-lite' },
+    embedder: embedder === false ? null : embedder ?? { provider: 'transformers' },
     embedderImplicit: embedder === undefined,
+    preloadEmbedder: options.preloadEmbedder ?? false,
     similarityThreshold,
     onEmbeddingProgress: options.onEmbeddingProgress,
     onModelProgress: options.onModelProgress,

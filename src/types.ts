@@ -371,11 +371,16 @@ export interface MemoryOptions {
   /** Characters of an offloaded message's preview. Default 200. */
   offloadPreview?: number;
   /**
-   * The embedding model for meaning-based recall. Default: Universal Sentence Encoder Lite when its optional
-   * packages are installed (offline, lazily loaded), else none. `false` turns embeddings off.
+   * The embedding model for meaning-based recall. Default: all-MiniLM-L6-v2 (8-bit) on transformers.js, shipped as
+   * `@pagewise/all-minilm-l6-v2` (offline, loaded lazily, in its own thread). `false` turns embeddings off.
    */
   embedder?: EmbedderOptions;
-  /** Cosine similarity at which a vector hit counts. Default: the embedder's calibrated threshold (USE-Lite 0.25). */
+  /**
+   * Start loading the embedding model when the memory is created, so the first question does not wait for it (and
+   * `onModelProgress` reports the load up front). Default: true in `connect()` (the browser), false in `createMemory()`.
+   */
+  preloadEmbedder?: boolean;
+  /** Cosine similarity at which a vector hit counts. Default: the embedder's calibrated threshold (all-MiniLM-L6-v2 0.3). */
   similarityThreshold?: number;
   /** Called as the background queue embeds a conversation's turns and summaries. */
   onEmbeddingProgress?: (progress: EmbeddingProgress) => void;

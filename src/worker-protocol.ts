@@ -1,5 +1,5 @@
 import type { Memory } from './engine.js';
-import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RemoteEmbeddingOptions, TransformersOptions, UseLiteOptions } from './types.js';
+import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RemoteEmbeddingOptions, TransformersOptions } from './types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -20,7 +20,7 @@ export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'to
   summarizer?: 'extractive' | 'llm';
   storage?: WorkerStorageOptions;
   /** The embedder as data; the worker loads it. */
-  embedder?: UseLiteOptions | TransformersOptions | RemoteEmbeddingOptions | false;
+  embedder?: TransformersOptions | RemoteEmbeddingOptions | false;
 }
 
 /** Progress callbacks, passed to the worker as Comlink proxies. */

@@ -5,7 +5,6 @@ import type { ResolvedOptions } from '../options.js';
 import type { StorageDriver } from '../types.js';
 import { remoteEmbedder } from './remote.js';
 import { transformersEmbedder } from './transformers.js';
-import { useLiteEmbedder } from './use-lite.js';
 import { type SearchFilter, type VectorHit, type VectorIndex, createVectorIndex } from './vector-index.js';
 import { MAX_CHARS, type PendingText, createVectorStore, normalize } from './vector-store.js';
 import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
@@ -24,7 +23,6 @@ export function makeEmbedder(opts: ResolvedOptions, onModel?: (p: ModelProgress)
   if (!e) return null;
   if ('embed' in e && typeof e.embed === 'function') return e;
   const config = e as Exclude<typeof e, Embedder>;
-  if (config.provider === 'use-lite') return useLiteEmbedder(config, onModel);
   if (config.provider === 'transformers') return transformersEmbedder(config, onModel);
   return remoteEmbedder(config);
 }
@@ -89,6 +87,7 @@ export function createSemantic(deps: {
 
   const job = (conversationId: string) => async (): Promise<void> => {
     if (!embedder || loadFailure) return;
+    if (!(await loaded())) return;
     for (let b = 0; b < BATCHES_PER_JOB; b++) {
       if (background.signal.aborted) return;
       const batch: PendingText[] = await serial(() => store.pending(conversationId, embedder.modelId, embedder.maxBatchSize));
@@ -100,6 +99,7 @@ export function createSemantic(deps: {
       try {
         vectors = await embedder.embed(batch.map((p) => p.text), background.signal);
         lastFailure = null;
+        modelReady = true;
       } catch (cause) {
         if (background.signal.aborted) return;
         lastFailure = describeFailure(cause);
@@ -126,15 +126,22 @@ export function createSemantic(deps: {
   };
 
   let modelReady = false;
-  const loaded = async (): Promise<boolean> => {
-    if (modelReady) return true;
-    try {
-      await embedder!.load?.();
-      modelReady = true;
-    } catch {
-      return false;
-    }
-    return true;
+  // The load under way (or done): started by preloadEmbedder, the first question, or the first background batch.
+  let loading: Promise<boolean> | null = null;
+  const loaded = (): Promise<boolean> => {
+    if (modelReady) return Promise.resolve(true);
+    loading ??= (async () => {
+      try {
+        await embedder!.load?.();
+        modelReady = true;
+        return true;
+      } catch (cause) {
+        // A load that failed is not retried (it is costly and would fail again); the reason goes into notes.
+        loadFailure = describeFailure(cause);
+        return false;
+      }
+    })();
+    return loading;
   };
 
   function schedule(conversationId: string): void {
@@ -145,16 +152,37 @@ export function createSemantic(deps: {
   return {
     /** After new turns (or on first sight of a conversation: resumes what a reload interrupted). */
     schedule,
+    /** Starts loading the model now (preloadEmbedder); a failure surfaces as a note at the first question. */
+    warm(): void {
+      if (embedder) void loaded();
+    },
+
+    /** Resolves when a model load under way has finished (flush() waits for it like for the queue). */
+    async settled(): Promise<void> {
+      if (loading) await loading;
+    },
     touch(conversationId: string): void {
       if (!embedder || loadFailure || checked.get(conversationId)) return;
       checked.set(conversationId, true);
       schedule(conversationId);
     },
 
-    /** The question's vector, or null with a note saying why (no embedder, load failure, endpoint down). */
+    /**
+     * The question's vector, or null with a note saying why (no embedder, model still loading, load failure, endpoint
+     * down). A model that is still loading is not waited for: loading is not the request's work (a first page load
+     * fetches 44 MB); this answer uses tags + BM25 and the next ones the model.
+     */
     async query(text: string, signal?: AbortSignal): Promise<QueryVector> {
       if (!embedder) return { vector: null, notes: [] };
-      if (loadFailure) return { vector: null, notes: [`embeddings off: ${loadFailure}`] };
+      if (!loadFailure && !modelReady && embedder.load) {
+        // One macrotask turn: a model this process has loaded already (another engine's) answers within it.
+        const ready = await Promise.race([loaded(), new Promise<false>((resolve) => setTimeout(resolve, 0, false))]);
+        if (!ready && !loadFailure) return { vector: null, notes: ['embedding model still loading: this answer used tags + BM25 only.'] };
+      }
+      if (loadFailure) {
+        if (deps.implicit) return { vector: null, notes: [`embeddings off (the default embedder is not available): ${loadFailure}`] };
+        return { vector: null, notes: [`embeddings off: ${loadFailure}`] };
+      }
       try {
         const head = text.slice(0, MAX_CHARS);
         const v = embedder.embedQuery ? await embedder.embedQuery(head, signal) : (await embedder.embed([head], signal))[0];

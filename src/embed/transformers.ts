@@ -1,54 +1,131 @@
+import { type Remote, proxy, wrap } from 'comlink';
 import { PagewiseError } from '../errors.js';
 import type { Embedder, ModelProgress, TransformersOptions } from '../types-embed.js';
+import { DEFAULT_MODEL } from './model-defaults.js';
+import type { ModelConfig, createModelHost } from './model-host.js';
+
+export { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE, MODELS_URL, ORT_WASM_URL } from './model-defaults.js';
 
 const MODULE = 'embedder';
 
-type Extractor = (texts: string[], options: { pooling: 'mean'; normalize: boolean }) => Promise<{ data: Float32Array; dims: number[]; dispose?: () => void }>;
+type Host = ReturnType<typeof createModelHost>;
+
+interface Connection {
+  host: Host | Remote<Host>;
+  /** Where the model runs: 'thread' (Node worker thread), 'worker' (browser), 'inline'. */
+  where: 'thread' | 'worker' | 'inline';
+  /** Keeps Node alive only while a call is in flight (an idle model thread must not hold the process open). */
+  hold<T>(p: Promise<T>): Promise<T>;
+}
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof (globalThis as { window?: unknown }).window === 'undefined'
+  && typeof (globalThis as { importScripts?: unknown }).importScripts === 'undefined';
+
+/** Imports a Node built-in without letting a browser bundler see it. */
+function nodeImport<T>(name: string): Promise<T> {
+  return import(/* @vite-ignore */ name) as Promise<T>;
+}
+
+// In-process only where no thread can be started: imported by a name bundlers do not follow, so that a browser build
+// carries the model code (transformers.js, 0.6 MB) once, in the model worker's chunk.
+const MODEL_HOST = './model-host.js';
+// Node's thread entry, by a name bundlers do not follow either (a browser build must not carry it).
+const MODEL_THREAD = './model-thread.js';
+
+async function connect(inThread: boolean): Promise<Connection> {
+  const inline = async (): Promise<Connection> => {
+    const { createModelHost: create } = await (import(/* @vite-ignore */ MODEL_HOST) as Promise<{ createModelHost: typeof createModelHost }>);
+    return { host: create(), where: 'inline', hold: (p) => p };
+  };
+  if (!inThread) return inline();
+  if (isNode) {
+    const { Worker } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
+    const nodeEndpoint = (await nodeImport<typeof import('comlink/dist/esm/node-adapter.mjs')>('comlink/dist/esm/node-adapter.mjs')).default;
+    const worker = new Worker(new URL(MODEL_THREAD, import.meta.url));
+    worker.unref();
+    let inFlight = 0;
+    return {
+      host: wrap<Host>(nodeEndpoint(worker as never)),
+      where: 'thread',
+      async hold(p) {
+        if (inFlight++ === 0) worker.ref();
+        try {
+          return await p;
+        } finally {
+          if (--inFlight === 0) worker.unref();
+        }
+      },
+    };
+  }
+  if (typeof Worker === 'undefined') return inline();
+  // The pattern bundlers (Vite, webpack 5) recognize: the model worker becomes its own chunk.
+  const worker = new Worker(new URL('./model-worker.js', import.meta.url), { type: 'module', name: 'pagewise-model' });
+  return { host: wrap<Host>(worker), where: 'worker', hold: (p) => p };
+}
+
+// One model per process (or engine worker) and settings: engines share it (a load costs ~0.5 s and ~100 MB).
+const connections = new Map<string, Promise<Connection>>();
 
 /**
- * A transformers.js feature-extraction model: mean pooling + normalization, local files first. In the browser the
- * ONNX runtime's WASM comes from `wasmPaths` on your origin (never a CDN); WebGPU is used when the browser has it.
+ * A transformers.js encoder (default: the shipped all-MiniLM-L6-v2, 8-bit). The model runs in its own thread — a
+ * Node worker thread, or a Web Worker beside the engine's — so background embedding never blocks a request; the
+ * question's own vector goes ahead of queued background texts. `thread: false` runs it in-process.
  */
 export function transformersEmbedder(options: TransformersOptions, onProgress?: (p: ModelProgress) => void): Embedder {
-  const modelId = `transformers:${options.model}${options.dtype ? `@${options.dtype}` : ''}`;
+  const model = options.model ?? DEFAULT_MODEL;
+  const dtype = options.dtype ?? (model === DEFAULT_MODEL && !options.localModelPath ? 'q8' : undefined);
+  const modelId = `transformers:${model}${dtype ? `@${dtype}` : ''}${options.pooling === 'cls' ? '#cls' : ''}`;
+  const config: ModelConfig = {
+    model,
+    ...(options.localModelPath ? { localModelPath: options.localModelPath } : {}),
+    ...(options.allowRemoteModels ? { allowRemoteModels: true } : {}),
+    ...(options.remoteHost ? { remoteHost: options.remoteHost } : {}),
+    ...(dtype ? { dtype } : {}),
+    ...(options.device ? { device: options.device } : {}),
+    ...(options.wasmPaths ? { wasmPaths: options.wasmPaths } : {}),
+    ...(options.pooling ? { pooling: options.pooling } : {}),
+  };
+  const key = JSON.stringify([config, options.thread ?? true]);
   let dimensions = options.dimensions ?? 0;
-  let extractor: Promise<Extractor> | undefined;
-  const load = (): Promise<Extractor> => (extractor ??= (async () => {
-    let hf: typeof import('@huggingface/transformers');
-    try {
-      hf = await import('@huggingface/transformers');
-    } catch (cause) {
-      throw new PagewiseError('EMBEDDING_ERROR', MODULE, 'transformers.js is not installed: npm i @huggingface/transformers@4.3.1 (offline, add onnxruntime-node-install=skip to your .npmrc), or use another embedder.', { cause });
+  let ready: Promise<Connection> | undefined;
+
+  const load = (): Promise<Connection> => (ready ??= (async () => {
+    let c = connections.get(key);
+    if (!c) {
+      c = connect(options.thread ?? true);
+      connections.set(key, c);
+      c.catch(() => connections.delete(key));
     }
-    const { env } = hf;
-    env.allowRemoteModels = options.allowRemoteModels ?? false;
-    env.allowLocalModels = true;
-    if (options.localModelPath) env.localModelPath = options.localModelPath;
-    if (options.remoteHost) env.remoteHost = options.remoteHost;
-    const browser = typeof (globalThis as { document?: unknown }).document !== 'undefined' || typeof (globalThis as { importScripts?: unknown }).importScripts === 'function';
-    const wasm = env.backends.onnx.wasm;
-    if (options.wasmPaths && wasm) wasm.wasmPaths = options.wasmPaths as never;
-    else if (browser && wasm) {
-      throw new PagewiseError('EMBEDDING_ERROR', MODULE, 'transformers.js in the browser needs wasmPaths: the ONNX runtime files served from your own origin (import them with Vite `?url`).');
-    }
-    const gpu = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
-    const device = options.device ?? (browser ? (gpu ? 'webgpu' : 'wasm') : 'cpu');
+    const conn = await c;
     try {
-      const pipe = await hf.pipeline('feature-extraction', options.model, {
-        device: device as never,
-        ...(options.dtype ? { dtype: options.dtype as never } : {}),
-        progress_callback: (p: { status?: string; progress?: number; file?: string }) => {
-          if (p.status === 'progress') onProgress?.({ modelId, status: 'loading', progress: (p.progress ?? 0) / 100, file: p.file });
-        },
-      });
-      onProgress?.({ modelId, status: 'ready', progress: 1 });
-      return pipe as unknown as Extractor;
+      // 'ready' is said below, once per engine (an engine sharing a loaded model hears no progress).
+      const report = (p: { status: 'loading' | 'ready'; progress?: number; file?: string }) => { if (p.status === 'loading') onProgress?.({ modelId, ...p }); };
+      const info = await conn.hold(conn.host.load(config, conn.where === 'inline' ? report : proxy(report)));
+      if (dimensions === 0) dimensions = info.dimensions;
+      onProgress?.({ modelId, status: 'ready', progress: 1, device: info.device });
+      return conn;
     } catch (cause) {
-      extractor = undefined;
-      throw new PagewiseError('EMBEDDING_ERROR', MODULE, `transformers.js could not load "${options.model}" (${(cause as Error).message}). `
-        + 'Check localModelPath (<path>/<model>/onnx/model.onnx and tokenizer files) or allowRemoteModels.', { cause });
+      ready = undefined;
+      throw new PagewiseError('EMBEDDING_ERROR', MODULE, (cause as Error)?.message ?? String(cause), { cause });
     }
   })());
+
+  async function run(texts: string[], query: boolean, signal?: AbortSignal): Promise<Float32Array[]> {
+    const conn = await load();
+    if (signal?.aborted) throw signal.reason;
+    if (texts.length === 0) return [];
+    let out: { data: Float32Array; dims: number };
+    try {
+      out = await conn.hold(conn.host.embed(texts, query));
+    } catch (cause) {
+      throw new PagewiseError('EMBEDDING_ERROR', MODULE, `embedding failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    }
+    if (signal?.aborted) throw signal.reason;
+    const d = out.dims;
+    if (dimensions === 0) dimensions = d;
+    return texts.map((_, i) => out.data.slice(i * d, (i + 1) * d));
+  }
+
   return {
     modelId,
     get dimensions() { return dimensions; },
@@ -56,21 +133,10 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
     threshold: options.threshold ?? 0.3,
     async load() { await load(); },
     async embedQuery(text, signal) {
-      return (await run([(options.queryPrefix ?? '') + text], signal))[0]!;
+      return (await run([(options.queryPrefix ?? '') + text], true, signal))[0]!;
     },
     async embed(texts, signal) {
-      return run(texts.map((t) => (options.passagePrefix ?? '') + t), signal);
+      return run(texts.map((t) => (options.passagePrefix ?? '') + t), false, signal);
     },
   };
-  async function run(prefixed: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-    const pipe = await load();
-    if (signal?.aborted) throw signal.reason;
-    if (prefixed.length === 0) return [];
-    const out = await pipe(prefixed, { pooling: 'mean', normalize: true });
-    const d = out.dims[out.dims.length - 1]!;
-    if (dimensions === 0) dimensions = d;
-    const vectors = prefixed.map((_, i) => out.data.slice(i * d, (i + 1) * d));
-    out.dispose?.();
-    return vectors;
-  }
 }

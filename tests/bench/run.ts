@@ -2,7 +2,9 @@
 // Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction,embedding  --window=8192  --reserve=1024  --memory=N
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
-//          --compaction=off  --embed=off (default: USE-Lite, vectors cached on disk between runs)
+//          --only=chat (chat-shaped replay, live embedding vs none)
+//          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
+//          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/messages.js';
 import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
@@ -12,15 +14,19 @@ import { messageTokens } from '../../src/tokens/chat-format.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import type { ChatMessage, MemoryOptions } from '../../src/types.js';
 import type { TurnRecord } from '../../src/store/turn-store.js';
-import { cachedUseLite } from './cached-embedder.js';
+import { transformersEmbedder } from '../../src/embed/transformers.js';
+import { cachedEmbedder } from './cached-embedder.js';
+import { chatReplayBench } from './chat-replay.js';
 import { embeddingBench } from './embedding.js';
 import { longRunBench, parseLongRunArgs } from './long-run.js';
 import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,embedding').split(','));
-const embedder = args.get('embed') === 'off' ? false : cachedUseLite();
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,chat,embedding').split(','));
+const mode = args.get('embed') ?? 'live';
+const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' })) : { provider: 'transformers' as const };
+const embedderName = mode === 'off' ? 'off' : `all-MiniLM-L6-v2 8-bit${mode === 'cached' ? ' (stored vectors cached)' : ', live'}`;
 const options: MemoryOptions = {
   contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024),
   ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}), compaction: args.get('compaction') !== 'off',
@@ -72,7 +78,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
       await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
       await memory.flush();
     }
-    if (embedder) embedder.save();
+    if (embedder && 'save' in embedder) embedder.save();
     const turns = await store.range(conv.id, 0, 1_000_000);
     const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer, t, tokenizer.count(t.text))]));
     for (const q of conv.questions) {
@@ -100,7 +106,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
     await memory.close();
   }
   const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
-  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : 'USE-Lite'} (baselines at pagewise's token count)`,
+  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : embedderName} (baselines at pagewise's token count)`,
     ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
   console.log(`onMessageInbound ${ms(inbound)}`);
   console.log(`onTurnComplete   ${ms(complete)}`);
@@ -202,5 +208,6 @@ if (only.has('locomo')) await recallBench('LoCoMo (dev: 5 conversations)', loadL
 if (only.has('longmemeval')) await recallBench('LongMemEval_S (dev: 60 questions, one haystack each)', loadLongMemEval());
 if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
+if (only.has('chat')) await chatReplayBench(mode === 'off' ? false : { provider: 'transformers' });
 if (only.has('embedding')) await embeddingBench();
 if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));
