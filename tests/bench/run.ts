@@ -2,7 +2,7 @@
 // Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction,embedding  --window=8192  --reserve=1024  --memory=N
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
-//          --only=chat (chat-shaped replay, live embedding vs none)
+//          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
@@ -17,13 +17,14 @@ import type { TurnRecord } from '../../src/store/turn-store.js';
 import { transformersEmbedder } from '../../src/embed/transformers.js';
 import { cachedEmbedder } from './cached-embedder.js';
 import { chatReplayBench } from './chat-replay.js';
+import { vectorScaleBench } from './vector-scale.js';
 import { embeddingBench } from './embedding.js';
 import { longRunBench, parseLongRunArgs } from './long-run.js';
 import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,chat,embedding').split(','));
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,chat,embedding,vectors').split(','));
 const mode = args.get('embed') ?? 'live';
 const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' })) : { provider: 'transformers' as const };
 const embedderName = mode === 'off' ? 'off' : `all-MiniLM-L6-v2 8-bit${mode === 'cached' ? ' (stored vectors cached)' : ', live'}`;
@@ -210,4 +211,5 @@ if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
 if (only.has('chat')) await chatReplayBench(mode === 'off' ? false : { provider: 'transformers' });
 if (only.has('embedding')) await embeddingBench();
+if (only.has('vectors')) await vectorScaleBench();
 if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));
