@@ -41,8 +41,17 @@ async function connect(inThread: boolean): Promise<Connection> {
   if (isNode) {
     const { Worker } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
     const nodeEndpoint = (await nodeImport<typeof import('comlink/dist/esm/node-adapter.mjs')>('comlink/dist/esm/node-adapter.mjs')).default;
-    const worker = new Worker(new URL(MODEL_THREAD, import.meta.url));
+    // Not the parent's flags: `--input-type` (node -e) or `--eval` make a worker thread refuse to start.
+    const execArgv = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
+    const worker = new Worker(new URL(MODEL_THREAD, import.meta.url), { execArgv });
     worker.unref();
+    // A thread that dies (fails to start, runs out of memory) rejects what waits on it; an 'error' event with no
+    // listener would end the whole process.
+    const dead = new Promise<never>((_, reject) => {
+      worker.once('error', (e: Error) => reject(new Error(`the model thread failed: ${e.message}`)));
+      worker.once('exit', (code: number) => reject(new Error(`the model thread exited (code ${code})`)));
+    });
+    dead.catch(() => undefined);
     let inFlight = 0;
     return {
       host: wrap<Host>(nodeEndpoint(worker as never)),
@@ -50,7 +59,7 @@ async function connect(inThread: boolean): Promise<Connection> {
       async hold(p) {
         if (inFlight++ === 0) worker.ref();
         try {
-          return await p;
+          return await Promise.race([p, dead]);
         } finally {
           if (--inFlight === 0) worker.unref();
         }
@@ -60,7 +69,11 @@ async function connect(inThread: boolean): Promise<Connection> {
   if (typeof Worker === 'undefined') return inline();
   // The pattern bundlers (Vite, webpack 5) recognize: the model worker becomes its own chunk.
   const worker = new Worker(new URL('./model-worker.js', import.meta.url), { type: 'module', name: 'pagewise-model' });
-  return { host: wrap<Host>(worker), where: 'worker', hold: (p) => p };
+  const dead = new Promise<never>((_, reject) => {
+    worker.addEventListener('error', (e) => reject(new Error(`the model worker failed: ${(e as ErrorEvent).message ?? 'it did not start'}`)), { once: true });
+  });
+  dead.catch(() => undefined);
+  return { host: wrap<Host>(worker), where: 'worker', hold: (p) => Promise.race([p, dead]) };
 }
 
 // One model per process (or engine worker) and settings: engines share it (a load costs ~0.5 s and ~100 MB).
