@@ -67,7 +67,7 @@ export async function embeddingBench(): Promise<void> {
     t = performance.now();
     for (let i = 0; i < texts.length; i += 16) await candidate.embed(texts.slice(i, i + 16));
     const secs = (performance.now() - t) / 1000;
-    console.log(`${thread ? 'worker thread' : 'in-process  '}: model load ${load.toFixed(0)} ms · throughput ${(texts.length / secs).toFixed(0)} texts/s (LoCoMo turns, mean ${chars} chars, batches of 16 run 4 at a time)`);
+    console.log(`${thread ? 'worker thread' : 'in-process  '}: model load ${load.toFixed(0)} ms · throughput ${(texts.length / secs).toFixed(0)} texts/s (LoCoMo turns, mean ${chars} chars, batches of 16 run 2 at a time)`);
     if (thread) e = candidate;
   }
   const questions = loadLocomo()[1]!.questions.slice(0, 105).map((q) => q.question);
