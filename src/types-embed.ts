@@ -69,8 +69,9 @@ export interface TransformersOptions {
   /** How token vectors become one: 'mean' (default; MiniLM, gte, e5) or 'cls' (bge). */
   pooling?: 'mean' | 'cls';
   /**
-   * Run the model in its own thread (default true): a Node worker thread, or a Web Worker started by the engine's
-   * worker. false runs it in-process (a batch then blocks the engine while it runs).
+   * Run the model in its own thread (default true): in Node two worker threads (background texts, and questions so
+   * that a question never waits for a background run; ~100 MB more memory), in the browser one Web Worker started by
+   * the engine's worker. false runs it in-process (a batch then blocks the engine while it runs).
    */
   thread?: boolean;
   /** Prefix for queries/passages some models want (e5: 'query: '). */

@@ -32,52 +32,66 @@ const MODEL_HOST = './model-host.js';
 // Node's thread entry, by a name bundlers do not follow either (a browser build must not carry it).
 const MODEL_THREAD = './model-thread.js';
 
-async function connect(inThread: boolean): Promise<Connection> {
-  const inline = async (): Promise<Connection> => {
-    const { createModelHost: create } = await (import(/* @vite-ignore */ MODEL_HOST) as Promise<{ createModelHost: typeof createModelHost }>);
-    return { host: create(), where: 'inline', hold: (p) => p };
+/** Node: the model in a worker thread of its own. */
+async function nodeThread(): Promise<Connection> {
+  const { Worker } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
+  const nodeEndpoint = (await nodeImport<typeof import('comlink/dist/esm/node-adapter.mjs')>('comlink/dist/esm/node-adapter.mjs')).default;
+  // Not the parent's flags: `--input-type` (node -e) or `--eval` make a worker thread refuse to start.
+  const execArgv = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
+  const worker = new Worker(new URL(MODEL_THREAD, import.meta.url), { execArgv });
+  worker.unref();
+  // A thread that dies (fails to start, runs out of memory) rejects what waits on it; an 'error' event with no
+  // listener would end the whole process.
+  const dead = new Promise<never>((_, reject) => {
+    worker.once('error', (e: Error) => reject(new Error(`the model thread failed: ${e.message}`)));
+    worker.once('exit', (code: number) => reject(new Error(`the model thread exited (code ${code})`)));
+  });
+  dead.catch(() => undefined);
+  let inFlight = 0;
+  return {
+    host: wrap<Host>(nodeEndpoint(worker as never)),
+    where: 'thread',
+    async hold(p) {
+      if (inFlight++ === 0) worker.ref();
+      try {
+        return await Promise.race([p, dead]);
+      } finally {
+        if (--inFlight === 0) worker.unref();
+      }
+    },
   };
-  if (!inThread) return inline();
-  if (isNode) {
-    const { Worker } = await nodeImport<typeof import('node:worker_threads')>('node:worker_threads');
-    const nodeEndpoint = (await nodeImport<typeof import('comlink/dist/esm/node-adapter.mjs')>('comlink/dist/esm/node-adapter.mjs')).default;
-    // Not the parent's flags: `--input-type` (node -e) or `--eval` make a worker thread refuse to start.
-    const execArgv = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
-    const worker = new Worker(new URL(MODEL_THREAD, import.meta.url), { execArgv });
-    worker.unref();
-    // A thread that dies (fails to start, runs out of memory) rejects what waits on it; an 'error' event with no
-    // listener would end the whole process.
-    const dead = new Promise<never>((_, reject) => {
-      worker.once('error', (e: Error) => reject(new Error(`the model thread failed: ${e.message}`)));
-      worker.once('exit', (code: number) => reject(new Error(`the model thread exited (code ${code})`)));
-    });
-    dead.catch(() => undefined);
-    let inFlight = 0;
-    return {
-      host: wrap<Host>(nodeEndpoint(worker as never)),
-      where: 'thread',
-      async hold(p) {
-        if (inFlight++ === 0) worker.ref();
-        try {
-          return await Promise.race([p, dead]);
-        } finally {
-          if (--inFlight === 0) worker.unref();
-        }
-      },
-    };
+}
+
+async function connect(inThread: boolean): Promise<Connections> {
+  if (!inThread) {
+    const { createModelHost: create } = await (import(/* @vite-ignore */ MODEL_HOST) as Promise<{ createModelHost: typeof createModelHost }>);
+    return { background: { host: create(), where: 'inline', hold: (p) => p } };
   }
-  if (typeof Worker === 'undefined') return inline();
+  // Node: questions have a thread of their own. A model run cannot be interrupted, so in one thread a question waits
+  // for the background run in flight (chat replay: question p50 15 → 33 ms with the queue live); two threads cost a
+  // second copy of the model in memory.
+  if (isNode) {
+    const [background, questions] = await Promise.all([nodeThread(), nodeThread()]);
+    return { background, questions };
+  }
+  if (typeof Worker === 'undefined') return connect(false);
   // The pattern bundlers (Vite, webpack 5) recognize: the model worker becomes its own chunk.
   const worker = new Worker(new URL('./model-worker.js', import.meta.url), { type: 'module', name: 'pagewise-model' });
   const dead = new Promise<never>((_, reject) => {
     worker.addEventListener('error', (e) => reject(new Error(`the model worker failed: ${(e as ErrorEvent).message ?? 'it did not start'}`)), { once: true });
   });
   dead.catch(() => undefined);
-  return { host: wrap<Host>(worker), where: 'worker', hold: (p) => Promise.race([p, dead]) };
+  return { background: { host: wrap<Host>(worker), where: 'worker', hold: (p) => Promise.race([p, dead]) } };
+}
+
+/** Where the model runs: one connection, or (Node) a second one for questions only. */
+interface Connections {
+  background: Connection;
+  questions?: Connection;
 }
 
 // One model per process (or engine worker) and settings: engines share it (a load costs ~0.5 s and ~100 MB).
-const connections = new Map<string, Promise<Connection>>();
+const connections = new Map<string, Promise<Connections>>();
 
 /**
  * A transformers.js encoder (default: the shipped all-MiniLM-L6-v2, 8-bit). The model runs in its own thread — a
@@ -100,9 +114,9 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
   };
   const key = JSON.stringify([config, options.thread ?? true]);
   let dimensions = options.dimensions ?? 0;
-  let ready: Promise<Connection> | undefined;
+  let ready: Promise<Connections> | undefined;
 
-  const load = (): Promise<Connection> => (ready ??= (async () => {
+  const load = (): Promise<Connections> => (ready ??= (async () => {
     let c = connections.get(key);
     if (!c) {
       c = connect(options.thread ?? true);
@@ -113,7 +127,13 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
     try {
       // 'ready' is said below, once per engine (an engine sharing a loaded model hears no progress).
       const report = (p: { status: 'loading' | 'ready'; progress?: number; file?: string }) => { if (p.status === 'loading') onProgress?.({ modelId, ...p }); };
-      const info = await conn.hold(conn.host.load(config, conn.where === 'inline' ? report : proxy(report)));
+      const bg = conn.background;
+      const [info] = await Promise.all([
+        // In Node no progress crosses to the thread: a Comlink proxy's port stays referenced and would keep the process
+        // alive after close (the model is read from disk there; progress is the browser's download).
+        bg.hold(bg.host.load(config, bg.where === 'inline' ? report : bg.where === 'worker' ? proxy(report) : undefined)),
+        conn.questions?.hold(conn.questions.host.load(config)),
+      ]);
       if (dimensions === 0) dimensions = info.dimensions;
       onProgress?.({ modelId, status: 'ready', progress: 1, device: info.device });
       return conn;
@@ -124,9 +144,10 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
   })());
 
   async function run(texts: string[], query: boolean, signal?: AbortSignal): Promise<Float32Array[]> {
-    const conn = await load();
+    const conns = await load();
     if (signal?.aborted) throw signal.reason;
     if (texts.length === 0) return [];
+    const conn = (query ? conns.questions : undefined) ?? conns.background;
     let out: { data: Float32Array; dims: number };
     try {
       out = await conn.hold(conn.host.embed(texts, query));
