@@ -22,6 +22,7 @@ import { analyzeQuery } from './retrieval/query.js';
 import { type RecallBlock, recall } from './retrieval/retriever.js';
 import { keywordTagger } from './tags/keyword-tagger.js';
 import { llmTagger } from './tags/llm-tagger.js';
+import { embeddingTagger } from './tags/embedding-tagger.js';
 import { type AliasApi, createCanonicalizer } from './tags/tag-canonicalizer.js';
 import { createTagIndex } from './tags/tag-index.js';
 import { createTagRules } from './tags/tag-rules.js';
@@ -109,10 +110,6 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const ledger = createLedger(driver);
   const llm = makeLlm(opts, ledger);
   const keyword = keywordTagger({ tagKeywords: opts.tagKeywords });
-  const taggers: Tagger[] = opts.tagger === 'keyword' ? [keyword]
-    : opts.tagger === 'llm' ? [llmTagger(llm!), keyword]
-    : [opts.tagger, ...(llm ? [llmTagger(llm)] : []), keyword];
-  const index = createTagIndex({ turns: store, tags: tagStore, canonicalizer, taggers, minTags: opts.minTags, maxTags: opts.maxTags });
   const rules = createTagRules(opts.tagRules);
   // The hint changes only every HINT_EVERY units, so the stable head of the prompt stays cacheable. Kept for the
   // most recently used conversations only: an engine may see any number of conversation ids.
@@ -136,6 +133,11 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     background, serial, onProgress: opts.onEmbeddingProgress,
   });
   if (opts.preloadEmbedder) semantic.warm();
+  const taggers: Tagger[] = opts.tagger === 'keyword' ? [keyword]
+    : opts.tagger === 'llm' ? [llmTagger(llm!), keyword]
+    : opts.tagger === 'embedding' ? [embeddingTagger({ embed: semantic.embedBackground, later: background.later, signal: background.signal, tagKeywords: opts.tagKeywords }), keyword]
+    : [opts.tagger, ...(llm ? [llmTagger(llm)] : []), keyword];
+  const index = createTagIndex({ turns: store, tags: tagStore, canonicalizer, taggers, minTags: opts.minTags, maxTags: opts.maxTags });
   const { summarizer, fallback } = makeSummarizer(opts, llm, tokenizer);
   const compactor = createCompactor({
     turns: store, tags: tagStore, summaries: summaryStore, canonicalizer, rules, tokenizer, summarizer, fallback,
@@ -188,12 +190,15 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         const tok = await tokenizer();
         const available = opts.contextWindow - opts.reserveTokens;
         const text = messageText(message);
+        // The question's vector is computed in the model's thread while this one reads tags and words (a broad
+        // question then discards it: a few milliseconds of the model's time, none of the request's).
+        const embedding = semantic.query(text);
         const query = await analyzeQuery({ turns: store, tags: tagStore, index, canonicalizer, minTags: opts.minTags, maxTags: opts.maxTags },
-          conversationId, text, now, nowIso);
+          conversationId, text, now, nowIso, async () => (await embedding).vector);
         // Broad questions may use the whole window; temporal ones more memory within the target.
         const wide = query.intent.broad;
         semantic.touch(conversationId);
-        const meaning = wide ? { vector: null, notes: [] } : await semantic.query(text);
+        const meaning = wide ? { vector: null, notes: [] } : await embedding;
         const notes = [...meaning.notes];
         const state = await summaryStore.state(conversationId);
         const watermark = state?.watermark ?? 0;

@@ -22,7 +22,7 @@ export interface ResolvedOptions {
   /** 0 when the hint is off. */
   topicsHintTokens: number;
   llm: LlmProvider | LlmOptions | undefined;
-  tagger: 'keyword' | 'llm' | Tagger;
+  tagger: 'keyword' | 'llm' | 'embedding' | Tagger;
   tagKeywords: Record<string, string[]>;
   minTags: number;
   maxTags: number;
@@ -132,9 +132,10 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
     if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }), { baseUrl: "http(s)://…/v1", model, apiKey? } or { provider: "anthropic", model, apiKey? }.');
   }
   const tagger = options.tagger ?? (llm ? 'llm' : 'keyword');
-  if (tagger !== 'keyword' && tagger !== 'llm' && (typeof tagger !== 'object' || tagger === null || typeof tagger.tag !== 'function')) {
-    bad('tagger', 'must be "keyword", "llm" or a Tagger ({ name, tag(request) }). The embedding tagger comes with embeddings.');
+  if (tagger !== 'keyword' && tagger !== 'llm' && tagger !== 'embedding' && (typeof tagger !== 'object' || tagger === null || typeof tagger.tag !== 'function')) {
+    bad('tagger', 'must be "keyword", "llm", "embedding" or a Tagger ({ name, tag(request) }).');
   }
+  if (tagger === 'embedding' && options.embedder === false) bad('tagger', 'is "embedding" but `embedder` is false: leave embedder unset (the shipped model) or name one.');
   if (tagger === 'llm' && !llm) bad('tagger', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "keyword".');
   const tagKeywords = options.tagKeywords ?? {};
   if (typeof tagKeywords !== 'object' || tagKeywords === null || Array.isArray(tagKeywords)

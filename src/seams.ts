@@ -21,6 +21,13 @@ export interface TagRequest {
    * spelling). The keyword tagger prefers words that are rare in the conversation.
    */
   stats?: { turns: number; termFrequencies(terms: readonly string[]): Promise<ReadonlyMap<string, number>> };
+  /** `query`: every stored tag of the conversation with the number of units it is on (for taggers that match all). */
+  stored?: ReadonlyMap<string, number>;
+  /**
+   * `query`, when embeddings are on: the question's vector (unit length) or null (model loading, failed). It is the
+   * vector retrieval uses, computed once, in the model's thread, while the tagger runs.
+   */
+  embedding?: () => Promise<Float32Array | null>;
   /** Aborts the call (timeouts, closing the engine). */
   signal?: AbortSignal;
   /** The conversation, for the LLM usage ledger. */
@@ -40,8 +47,8 @@ export interface TagResult {
 }
 
 /**
- * Assigns topic tags. Built in: `keyword` (offline, always the last fallback) and `llm`; the embedding tagger
- * plugs in here too. A tagger that throws or times out hands over to the next one.
+ * Assigns topic tags. Built in: `keyword` (offline, always the last fallback), `llm` and `embedding`. A tagger that
+ * throws or times out hands over to the next one.
  */
 export interface Tagger {
   /** Recorded with each unit it tagged (`keyword`, `llm:gpt-4o-mini`). */

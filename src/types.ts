@@ -336,8 +336,12 @@ export interface MemoryOptions {
   topicsHint?: boolean | { maxTokens: number };
   /** The LLM used to tag and summarize: a provider, or an endpoint as data. Without one everything runs offline. */
   llm?: LlmProvider | LlmOptions;
-  /** Which tagger: `llm` (default when `llm` is set), `keyword` (default otherwise), or your own. */
-  tagger?: 'keyword' | 'llm' | Tagger;
+  /**
+   * Which tagger: `llm` (default when `llm` is set), `keyword` (default otherwise), `embedding` (the keyword tagger's
+   * tags, plus stored tags whose names lie near the question or its tags, by the embedder; see the README for what it
+   * measured), or your own.
+   */
+  tagger?: 'keyword' | 'llm' | 'embedding' | Tagger;
   /** Tags you define by their words: `{ database: ['db', 'sql', 'postgres'] }`. Matched by the keyword tagger. */
   tagKeywords?: Record<string, string[]>;
   /** Tags per unit the LLM tagger is asked for, at least. Default 2. */

@@ -196,6 +196,12 @@ export function createSemantic(deps: {
       }
     },
 
+    /** Background model work besides stored texts (the embedding tagger's tag names); throws when there is no model. */
+    async embedBackground(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+      if (!embedder || loadFailure || !(await loaded())) throw new Error(loadFailure ?? 'no embedder');
+      return embedder.embed(texts, signal);
+    },
+
     /** Turns most similar to `vector`, above the threshold, filters applied first. Call inside an engine operation. */
     async searchTurns(conversationId: string, vector: Float32Array, limit: number, filter?: SearchFilter): Promise<VectorHit[]> {
       const index = await turnIndex(conversationId);

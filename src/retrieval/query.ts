@@ -38,11 +38,15 @@ const COMMON = 0.2;
 export const MAX_POSTINGS = 4000;
 
 /** Tags, speakers, words and intent of a question, against what the conversation has stored. */
-export async function analyzeQuery(c: QueryContext, conversationId: string, text: string, nowMs: number, nowIso: string): Promise<QueryAnalysis> {
+export async function analyzeQuery(c: QueryContext, conversationId: string, text: string, nowMs: number, nowIso: string,
+  embedding?: () => Promise<Float32Array | null>): Promise<QueryAnalysis> {
   const counts = await c.canonicalizer.counts(conversationId);
   // The most used tags, for the tagger's prompt (read in that order from the statistics' index).
   const vocabulary = (await c.tags.vocabulary(conversationId, 150)).map((t) => t.tag);
-  const { result, failures } = await c.index.runChain({ text, kind: 'query', conversationId, vocabulary, minTags: c.minTags, maxTags: c.maxTags });
+  const { result, failures } = await c.index.runChain({
+    text, kind: 'query', conversationId, vocabulary, stored: counts, minTags: c.minTags, maxTags: c.maxTags,
+    ...(embedding ? { embedding } : {}),
+  });
   const intent = detectIntent(text, nowMs);
   if (result.broad) intent.broad = true;
   if (result.temporal) intent.temporal = true;

@@ -3,6 +3,7 @@
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
+//          --tagger=keyword|embedding  --split=tune|report (LoCoMo 26/30/41 and LongMemEval's even questions to tune on; the rest to report)
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
@@ -27,11 +28,13 @@ const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split
 const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,chat,embedding,vectors').split(','));
 const mode = args.get('embed') ?? 'live';
 const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' })) : { provider: 'transformers' as const };
+// A cached embedder is an Embedder object: it must know its width before createMemory checks it.
+if (embedder && 'load' in embedder) await embedder.load?.();
 const embedderName = mode === 'off' ? 'off' : `all-MiniLM-L6-v2 8-bit${mode === 'cached' ? ' (stored vectors cached)' : ', live'}`;
 const options: MemoryOptions = {
   contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024),
   ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}), compaction: args.get('compaction') !== 'off',
-  embedder, ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
+  embedder, ...(args.has('tagger') ? { tagger: args.get('tagger') as 'embedding' } : {}), ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
 };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 
@@ -205,8 +208,15 @@ async function compactionBench(): Promise<void> {
 
 console.log(`pagewise bench · node ${process.version} · ${new Date().toISOString()}`);
 if (only.has('tokenizers')) await tokenizerBench();
-if (only.has('locomo')) await recallBench('LoCoMo (dev: 5 conversations)', loadLocomo());
-if (only.has('longmemeval')) await recallBench('LongMemEval_S (dev: 60 questions, one haystack each)', loadLongMemEval());
+// --split=tune|report: constants are chosen on the tuning part (LoCoMo 26, 30, 41; LongMemEval's even-numbered
+// questions) and reported on the other, so that a figure says how a change carries to conversations it was not tuned on.
+const split = args.get('split');
+const TUNE_LOCOMO = new Set(['conv-26', 'conv-30', 'conv-41']);
+const part = <T extends { id: string }>(all: T[], tune: (c: T, i: number) => boolean): T[] =>
+  split === 'tune' ? all.filter(tune) : split === 'report' ? all.filter((c, i) => !tune(c, i)) : all;
+const splitName = split ? `, ${split} split` : '';
+if (only.has('locomo')) await recallBench(`LoCoMo (dev: 5 conversations${splitName})`, part(loadLocomo(), (c) => TUNE_LOCOMO.has(c.id)));
+if (only.has('longmemeval')) await recallBench(`LongMemEval_S (dev: 60 questions, one haystack each${splitName})`, part(loadLongMemEval(), (_, i) => i % 2 === 0));
 if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
 if (only.has('chat')) await chatReplayBench(mode === 'off' ? false : { provider: 'transformers' });
