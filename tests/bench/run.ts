@@ -72,6 +72,9 @@ function ms(list: number[]): string {
 
 async function recallBench(name: string, conversations: BenchConversation[], opts: MemoryOptions = options): Promise<void> {
   const table = new Table();
+  // Where the assembled tokens went, per block kind, and how many of them were in blocks holding an evidence turn.
+  const spent = new Map<string, { tokens: number; evidence: number }>();
+  let asked = 0;
   const inbound: number[] = [];
   const complete: number[] = [];
   for (const conv of conversations) {
@@ -89,6 +92,15 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
       const message: ChatMessage = { role: 'user', content: q.question };
       const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message, ...(q.now ? { now: q.now } : {}) }));
       const present = new Set(ctx.manifest.filter((e) => e.kind !== 'message').flatMap((e) => e.sourceIds));
+      asked++;
+      const wanted = new Set(q.evidence);
+      for (const e of ctx.manifest) {
+        const kind = e.kind === 'recall' && e.reason.includes('turns that complete it') ? 'recall+neighbours' : e.kind;
+        const row = spent.get(kind) ?? { tokens: 0, evidence: 0 };
+        row.tokens += e.tokens;
+        if (e.sourceIds.some((id) => wanted.has(id))) row.evidence += e.tokens;
+        spent.set(kind, row);
+      }
       const text = [ctx.prependText, ...ctx.messages.slice(0, -1).map(messageText)].join('\n');
       const budget = ctx.budget.total - ctx.budget.message - ctx.budget.overhead - ctx.budget.prefix;
       // Baselines get exactly the tokens pagewise used for memory and history.
@@ -112,6 +124,9 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
   const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
   table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : embedderName} (baselines at pagewise's token count)`,
     ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
+  const order = ['prefix', 'topics', 'summary', 'recall', 'recall+neighbours', 'history', 'recent', 'message'];
+  console.log(`tokens per question, mean (in blocks holding an evidence turn): ${[...spent].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]))
+    .map(([k, v]) => `${k === 'topics' ? 'hint' : k} ${(v.tokens / asked).toFixed(0)} (${(v.evidence / asked).toFixed(0)})`).join(' · ')}`);
   console.log(`onMessageInbound ${ms(inbound)}`);
   console.log(`onTurnComplete   ${ms(complete)}`);
 }
