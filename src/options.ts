@@ -80,7 +80,6 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
   const reserveTokens = int(options.reserveTokens, 'reserveTokens', 0, Math.min(4096, Math.floor(contextWindow / 4)));
   if (reserveTokens >= contextWindow) bad('reserveTokens', `(${reserveTokens}) must be smaller than contextWindow (${contextWindow}).`);
   const available = contextWindow - reserveTokens;
-  const memoryTokens = int(options.memoryTokens, 'memoryTokens', 0, Math.min(4096, Math.floor(available / 4)));
 
   let encoding: EncodingName = 'o200k_base';
   let margin = 1;
@@ -113,6 +112,9 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
     bad('storage', 'must be a StorageDriver ({ query, batch, close }) or a function returning one.');
   }
   const targetTokens = int(options.targetTokens, 'targetTokens', 1, Math.min(available, Math.max(2048, Math.floor(contextWindow * 0.3))));
+  // Recalled memory may take half of what a request aims for, as the protected recent turns may take the other half
+  // (a quarter of the window left small windows with a few hundred tokens of recall and the target unspent).
+  const memoryTokens = int(options.memoryTokens, 'memoryTokens', 0, Math.min(4096, Math.max(Math.floor(available / 4), Math.floor(targetTokens / 2))));
   const recallPlacement = options.recallPlacement ?? 'message';
   if (recallPlacement !== 'message' && recallPlacement !== 'prependText') bad('recallPlacement', `must be "message" or "prependText" (got ${describe(recallPlacement)}).`);
   const hint = options.topicsHint ?? true;

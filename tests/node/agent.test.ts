@@ -82,13 +82,16 @@ describe('working view (seed 001 and 002)', () => {
 
 describe('memory tools and pins', () => {
   async function compacted(): Promise<Memory> {
-    const m = await createMemory({ contextWindow: 3000 });
+    // Recall kept small, so that the unpinned password exchange is not among what a garden question recalls anyway
+    // (as the neighbour of a garden turn).
+    const m = await createMemory({ contextWindow: 3000, memoryTokens: 300 });
     const messages: ChatMessage[] = [];
     for (let i = 0; i < 80; i++) {
       messages.push(user(`Garden log ${i}: the tomatoes need water on day ${i}, and the beans need a trellis before the next storm.`, { id: `u${i}` }),
         assistant(`Noted garden entry ${i}: water the tomatoes deeply in the morning and tie the beans to the trellis.`, { id: `a${i}` }));
     }
     messages[10] = user('Our wifi password is hunter2-orchard, please remember it.', { id: 'u5' });
+    messages[11] = assistant('Saved.', { id: 'a5' });
     await m.onTurnComplete({ conversationId: 'c', messages });
     await m.flush();
     return m;
