@@ -20,7 +20,7 @@ export interface QueryIntent {
 }
 
 const BROAD = [
-  /\bwhat (else )?(did|have|were) (we|you and i|you|i) (been )?(discuss|discussed|talk(ed|ing)? about|cover(ed)?|go(ne)? over|chat(ted)? about)\b(?!\s+(about\s+)?\w)/,
+  /\bwhat (else )?(did|have|were) (we|you and i|you|i) (been )?(discuss|discussed|talk(ed|ing)? about|cover(ed)?|go(ne)? over|chat(ted)? about)\b(\s+(so far|until now|up to now|till now|to date|today|in (this|our|the) (conversation|chat|session|thread)))?(?!\s+(about\s+)?\w)/,
   /\b(summar(y|ize|ise|izing|ising)|recap|overview|rundown)\b.{0,40}\b(everything|all of (it|this)|so far|(our|the|this|whole|entire) (conversation|discussion|chat|session)|we('ve| have)? (discussed|covered|talked))/,
   /\b(everything|all (the )?(topics|things)) (that )?we('ve| have)? (discussed|talked about|covered|gone over)\b/,
   /\bcatch me up\b/,

@@ -100,6 +100,10 @@ describe('broad and temporal detection', () => {
     ['Can you summarize everything so far?', true],
     ['catch me up', true],
     ['What did we discuss about the database?', false],
+    ['What have we talked about so far?', true],
+    ['What did we discuss in this conversation?', true],
+    ['What have we talked about so far about the database?', false],
+    ['What did we talk about with Anna?', false],
     ['What did you say about image storage?', false],
   ])('broad: %s', (q, broad) => expect(detectIntent(q, now).broad).toBe(broad));
 
