@@ -2,9 +2,22 @@ import type { TurnStore } from '../store/turn-store.js';
 import type { TagStat, TagStore } from '../tags/tag-store.js';
 import type { RecallBlock } from './retriever.js';
 
-/** The conversation's topics worth naming: tags on more than one unit that are not on nearly every one. */
-export function mainTopics(vocabulary: readonly TagStat[], _units: number, limit: number): TagStat[] {
-  return vocabulary.filter((t) => t.units >= 2).slice(0, limit);
+/**
+ * A tag on more than this share of a conversation's units is its background (the speakers' names, a phrase repeated in
+ * every reply), not one of its topics: it tells no part of the conversation from another.
+ */
+export const BACKGROUND_SHARE = 0.3;
+// Below this many units every tag is on a large share of them: no background can be told yet.
+const BACKGROUND_MIN_UNITS = 10;
+
+/**
+ * The conversation's topics worth naming: tags on more than one unit that are not its background — unless the
+ * background is all there is (a conversation about one thing only), as the question's tags do (retrieval/query.ts).
+ */
+export function mainTopics(vocabulary: readonly TagStat[], units: number, limit: number): TagStat[] {
+  const repeated = vocabulary.filter((t) => t.units >= 2);
+  const topics = repeated.filter((t) => units < BACKGROUND_MIN_UNITS || t.units / units <= BACKGROUND_SHARE);
+  return (topics.length > 0 ? topics : repeated).slice(0, limit);
 }
 
 /**

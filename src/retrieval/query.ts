@@ -5,6 +5,7 @@ import type { TagStore } from '../tags/tag-store.js';
 import { escapeRegExp } from '../tags/key-phrases.js';
 import { ftsStem, queryTerms } from './fts-query.js';
 import { type QueryIntent, detectIntent } from './intent.js';
+import { BACKGROUND_SHARE } from './broad.js';
 
 /** An inbound message, read for retrieval. */
 export interface QueryAnalysis {
@@ -63,7 +64,7 @@ export async function analyzeQuery(c: QueryContext, conversationId: string, text
     if (n !== undefined && !tagWeights.has(tag)) tagWeights.set(tag, 0.5 * idf(n));
   }
   // Tags on most units say little and are slow to match: keep them only when nothing rarer matched.
-  const rare = [...tagWeights].filter(([t]) => (counts.get(t) ?? 0) / units <= 0.3);
+  const rare = [...tagWeights].filter(([t]) => (counts.get(t) ?? 0) / units <= BACKGROUND_SHARE);
   const weights = rare.length > 0 ? new Map(rare) : tagWeights;
 
   const lower = text.toLowerCase();

@@ -98,6 +98,22 @@ describe('recall', () => {
     return m;
   }
 
+  it('names topics in the hint, not the background: a phrase in every reply is no topic', async () => {
+    memory = await createMemory({ contextWindow: 1200, reserveTokens: 200, compaction: false, embedder: false });
+    const subjects = ['tomato watering', 'sourdough starter', 'bike chain', 'tax deadline', 'guitar strings'];
+    const messages: ChatMessage[] = [];
+    for (let i = 0; i < 60; i++) {
+      const s = subjects[i % subjects.length]!;
+      messages.push(user(`Question ${i} about the ${s}: what should I check?`), assistant(`(offline responder) Check the ${s} again tomorrow.`));
+    }
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What should I check about the bike chain?') });
+    const hint = ctx.prependText.match(/<context-topics>[\s\S]*<\/context-topics>/)?.[0] ?? '';
+    expect(hint).toMatch(/sourdough/);
+    // On all 60 exchanges: the conversation's background, not one of its topics.
+    expect(hint).not.toMatch(/^- (offline|responder|offline-responder) /m);
+  });
+
   it('pages an old exchange back in with its pair, delimited as prior conversation', async () => {
     memory = await longConversation();
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Remind me how we fixed feed performance?') });
