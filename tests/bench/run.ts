@@ -3,7 +3,7 @@
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
-//          --tagger=keyword|embedding  --split=tune|report (LoCoMo 26/30/41 and LongMemEval's even questions to tune on; the rest to report)
+//          --hint=off  --tagger=keyword|embedding  --split=tune|report (LoCoMo 26/30/41 and LongMemEval's even questions to tune on; the rest to report)
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
@@ -34,7 +34,7 @@ const embedderName = mode === 'off' ? 'off' : `all-MiniLM-L6-v2 8-bit${mode === 
 const options: MemoryOptions = {
   contextWindow: Number(args.get('window') ?? 8192), reserveTokens: Number(args.get('reserve') ?? 1024),
   ...(args.has('memory') ? { memoryTokens: Number(args.get('memory')) } : {}), compaction: args.get('compaction') !== 'off',
-  embedder, ...(args.has('tagger') ? { tagger: args.get('tagger') as 'embedding' } : {}), ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
+  embedder, ...(args.get('hint') === 'off' ? { topicsHint: false } : {}), ...(args.has('tagger') ? { tagger: args.get('tagger') as 'embedding' } : {}), ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
 };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 
