@@ -17,6 +17,8 @@ wants way ways week well went whatever whole wonderful work worked working works
 yesterday together though although however therefore thus else instead perhaps within without across among whether
 etc via per vs yours also i'm i've you're it's that's there's don't can't won't didn't isn't`.split(/\s+/));
 
+const TITLES = new Set(['mrs', 'mr', 'miss', 'sir', 'madam', 'dr', 'prof']);
+
 /** `s` as a literal inside a RegExp. */
 export function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -35,7 +37,9 @@ export interface Candidate {
 
 /** Whether a lower-cased word can be (part of) a tag. */
 export function contentWord(word: string): boolean {
-  return word.length >= 3 && !STOPWORDS.has(word) && !GENERIC.has(word) && !/^\d+$/.test(word);
+  // Numbers, ordinals and times of day (`18th`, `5pm`, `1990s`) and titles (`mrs`) name no topic: a date or a time is
+  // found by the date parser and BM25, not by a tag.
+  return word.length >= 3 && !STOPWORDS.has(word) && !GENERIC.has(word) && !TITLES.has(word) && !/^\d+(st|nd|rd|th|s|am|pm)?$/.test(word);
 }
 
 /**
@@ -55,7 +59,7 @@ export function candidates(text: string): Map<string, Candidate> {
       const lower = raw.toLowerCase().replace(/['’](s|t|d|ll|re|ve|m)$/u, '').replace(/['’_-]+$/u, '');
       const isName = !first && /^\p{Lu}/u.test(raw) && lower !== 'i' && lower.length >= 2;
       first = false;
-      if (!contentWord(lower) && !(isName && !STOPWORDS.has(lower))) { prev = null; continue; }
+      if (!contentWord(lower) && !(isName && !STOPWORDS.has(lower) && !TITLES.has(lower))) { prev = null; continue; }
       const term = lower.includes('-') ? lower.split('-').map(singular).join('-') : singular(lower);
       add(term, isName, false);
       if (prev !== null) add(`${prev}-${term}`, false, true);

@@ -60,6 +60,15 @@ describe('keyword tagger', () => {
     expect(result.tags).not.toContain('because');
   });
 
+  it('does not make tags of numbers, ordinals, times of day or titles', async () => {
+    const result = await keywordTagger().tag({
+      kind: 'query', vocabulary: [], minTags: 2, maxTags: 8,
+      text: 'Yesterday Mrs Okafor moved the pottery workshop to 5pm on the 18th; it ran through the 1990s and cost 300.',
+    });
+    expect(result.tags).toEqual(expect.arrayContaining(['okafor', 'pottery', 'workshop']));
+    for (const t of ['mrs', '5pm', '18th', '1990s', '300']) expect(result.tags).not.toContain(t);
+  });
+
   it('tags stored units with the conversation\'s vocabulary and statistics', async () => {
     memory = await createMemory();
     const messages: ChatMessage[] = [];
