@@ -228,6 +228,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           window: opts.contextWindow,
           reserve: opts.reserveTokens,
           memoryTokens: opts.memoryTokens,
+          fillTarget: opts.memoryTokensAuto,
           targetTokens: opts.targetTokens,
           protectedRecentTurns: opts.protectedRecentTurns,
           prefix: view.prefix,

@@ -9,6 +9,8 @@ export interface ResolvedOptions {
   contextWindow: number;
   reserveTokens: number;
   memoryTokens: number;
+  /** memoryTokens was not given: memory may also take what targetTokens leaves unspent. */
+  memoryTokensAuto: boolean;
   encoding: EncodingName;
   margin: number;
   tokenizer: TokenizerOption;
@@ -213,6 +215,7 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
     contextWindow,
     reserveTokens,
     memoryTokens,
+    memoryTokensAuto: options.memoryTokens === undefined,
     encoding,
     margin,
     tokenizer,

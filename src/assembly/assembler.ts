@@ -36,6 +36,8 @@ export interface AssemblyInput {
   reserve: number;
   /** Recalled excerpts at most (doubled for broad and temporal questions). */
   memoryTokens: number;
+  /** memoryTokens is the default: memory may also take what the target leaves unspent. */
+  fillTarget: boolean;
   /** What a request aims for when the question does not need more. */
   targetTokens: number;
   protectedRecentTurns: number;
@@ -156,7 +158,10 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     const hintCost = hint ? fullHintCost : 0;
     left -= hintCost;
     const used = available - left;
-    const recallBudget = Math.min(left, Math.max(Math.min(cap, target - used), Math.floor(cap / 4)));
+    // With memoryTokens left to its default, memory may take what the request's target leaves (recent turns shorter than
+    // their half leave it unspent otherwise); temporal questions keep their extra to the cap.
+    const reach = input.fillTarget ? Math.max(cap, input.targetTokens - used) : cap;
+    const recallBudget = Math.min(left, Math.max(Math.min(reach, target - used), Math.floor(cap / 4)));
     const sent = new Set<number>();
     for (const item of history.slice(start)) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
     const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };

@@ -98,6 +98,24 @@ describe('recall', () => {
     return m;
   }
 
+  it('left to its default, memory takes what the target leaves; memoryTokens given is a hard cap', async () => {
+    const run = async (memoryTokens?: number) => {
+      const m = await createMemory({ contextWindow: 3000, reserveTokens: 750, compaction: false, embedder: false, ...(memoryTokens ? { memoryTokens } : {}) });
+      const messages: ChatMessage[] = [];
+      for (let i = 0; i < 120; i++) messages.push(user(`Orchard note ${i}: the apple trees in row ${i} need pruning before the frost, and the pears need netting. The ladder is in shed ${i % 7}, the shears were sharpened on day ${i}, and the compost by the gate should be turned twice before the cold week arrives.`), assistant(`Row ${i}: prune.`));
+      await m.onTurnComplete({ conversationId: 'c', messages });
+      const ctx = await m.onMessageInbound({ conversationId: 'c', message: user('Which rows of apple trees need pruning before the frost?') });
+      await m.close();
+      return ctx;
+    };
+    // Defaults at 3000: target 2,048, memoryTokens 1,024; the recent turns are short, so the target has room left.
+    const auto = await run();
+    expect(auto.budget.memory - auto.budget.topics).toBeGreaterThan(1024);
+    expect(auto.budget.total).toBeLessThanOrEqual(2048);
+    const capped = await run(1024);
+    expect(capped.budget.memory - capped.budget.topics).toBeLessThanOrEqual(1024 + 8);
+  });
+
   it('names topics in the hint, not the background: a phrase in every reply is no topic', async () => {
     memory = await createMemory({ contextWindow: 1200, reserveTokens: 200, compaction: false, embedder: false });
     const subjects = ['tomato watering', 'sourdough starter', 'bike chain', 'tax deadline', 'guitar strings'];
