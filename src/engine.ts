@@ -135,7 +135,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   if (opts.preloadEmbedder) semantic.warm();
   const taggers: Tagger[] = opts.tagger === 'keyword' ? [keyword]
     : opts.tagger === 'llm' ? [llmTagger(llm!), keyword]
-    : opts.tagger === 'embedding' ? [embeddingTagger({ embed: semantic.embedBackground, later: background.later, signal: background.signal, tagKeywords: opts.tagKeywords }), keyword]
+    : opts.tagger === 'embedding' ? [embeddingTagger({ embed: semantic.embedBackground, later: background.later, signal: background.signal, keyword }), keyword]
     : [opts.tagger, ...(llm ? [llmTagger(llm)] : []), keyword];
   const index = createTagIndex({ turns: store, tags: tagStore, canonicalizer, taggers, minTags: opts.minTags, maxTags: opts.maxTags });
   const { summarizer, fallback } = makeSummarizer(opts, llm, tokenizer);

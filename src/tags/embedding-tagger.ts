@@ -1,6 +1,6 @@
 import { Lru } from '../cache.js';
+import { normalize } from '../embed/vector-store.js';
 import type { TagRequest, TagResult, Tagger } from '../types.js';
-import { keywordTagger } from './keyword-tagger.js';
 
 export interface EmbeddingTaggerOptions {
   /** Embeds tag names (background work: the engine passes its embedder's background path). */
@@ -9,8 +9,8 @@ export interface EmbeddingTaggerOptions {
   later(key: string, job: () => Promise<void>): void;
   /** Aborts background embedding (the engine closing). */
   signal?: AbortSignal;
-  /** Tags defined by their words (as the keyword tagger's). */
-  tagKeywords?: Record<string, string[]>;
+  /** The engine's keyword tagger: its tags are this tagger's tags. */
+  keyword: Tagger;
   /** Cosine between the question and a stored tag's name at which the tag joins the question's related tags. */
   querySimilarity?: number;
   /** Cosine between two stored tags' names at which one is related to the other. */
@@ -30,11 +30,6 @@ function dot(a: Float32Array, b: Float32Array): number {
   return s;
 }
 
-function unit(v: Float32Array): Float32Array {
-  const n = Math.sqrt(dot(v, v)) || 1;
-  return v.map((x) => x / n);
-}
-
 /**
  * Seed 000's embedding tagger: the keyword tagger's tags, and for a question the stored tags whose names lie near the
  * question's vector or near a tag it matched (`postgres` → `database`), as related tags (half weight in retrieval).
@@ -47,7 +42,7 @@ function unit(v: Float32Array): Float32Array {
  * const memory = await createMemory({ tagger: 'embedding' });
  */
 export function embeddingTagger(options: EmbeddingTaggerOptions): Tagger {
-  const keyword = keywordTagger({ tagKeywords: options.tagKeywords });
+  const { keyword } = options;
   const vectors = new Lru<string, Float32Array>(MAX_VECTORS);
   const pending = new Set<string>();
   const querySimilarity = options.querySimilarity ?? 0.4;
@@ -62,7 +57,7 @@ export function embeddingTagger(options: EmbeddingTaggerOptions): Tagger {
       } catch {
         return; // the embedder's failure is reported by the semantic queue; these names stay pending
       }
-      names.forEach((t, i) => { pending.delete(t); vectors.set(t, unit(out[i]!)); });
+      names.forEach((t, i) => { pending.delete(t); vectors.set(t, normalize(out[i]!)); });
     }
   };
   const want = (names: Iterable<string>): void => {
@@ -79,17 +74,19 @@ export function embeddingTagger(options: EmbeddingTaggerOptions): Tagger {
         want(base.tags);
         return base;
       }
-      const stored = request.stored ? [...request.stored.keys()] : request.vocabulary;
-      want(stored);
-      const question = request.embedding ? await request.embedding() : null;
-      if (!question) return base;
-      const q = unit(question);
-      const related = new Map<string, number>();
+      // The stored tags whose names have vectors; the others are embedded in the background for later questions.
       const ready: [string, Float32Array][] = [];
-      for (const t of stored) {
+      const missing: string[] = [];
+      for (const t of request.stored?.keys() ?? request.vocabulary) {
         const v = vectors.get(t);
         if (v) ready.push([t, v]);
+        else missing.push(t);
       }
+      want(missing);
+      // Unit length already (TagRequest.embedding).
+      const q = request.embedding ? await request.embedding() : null;
+      if (!q) return base;
+      const related = new Map<string, number>();
       for (const [t, v] of ready) {
         const s = dot(q, v);
         if (s >= querySimilarity) related.set(t, s);
