@@ -12,6 +12,8 @@ export interface BenchQuestion {
   evidence: string[];
   category: string;
   now?: string;
+  /** Broad questions: the conversation's parts (each a list of turn ids); scored by the share of parts recalled. */
+  groups?: string[][];
 }
 
 /** One conversation replayed as turns (caller ids are the dataset's turn ids) with its questions. */
@@ -91,4 +93,19 @@ export function loadLongMemEval(): BenchConversation[] {
       questions: [{ question: q.question, answer: abstain ? null : String(q.answer), evidence, category: q.question_type, now: lmeDate(q.question_date) }],
     };
   });
+}
+
+/**
+ * The adversarial conversation written here (tests/bench/data/adversarial.json): 120 turns in four domains that share
+ * their words on purpose, with probes for paraphrase, shared words, broad, "the very beginning" and changed facts.
+ * Written after the retrieval rules were, by someone who did not read them; asked the day after its last turn.
+ */
+export function loadAdversarial(): BenchConversation[] {
+  const d = JSON.parse(readFileSync(resolve(import.meta.dirname, 'data/adversarial.json'), 'utf8')) as {
+    id: string; turns: ChatMessage[]; questions: (BenchQuestion & { answer: string | null })[];
+  };
+  const batches: ChatMessage[][] = [];
+  for (let i = 0; i < d.turns.length; i += 2) batches.push(d.turns.slice(i, i + 2));
+  const now = new Date(Date.parse(d.turns.at(-1)!.createdAt!) + 86_400_000).toISOString();
+  return [{ id: d.id, batches, questions: d.questions.map((q) => ({ ...q, now })) }];
 }

@@ -1,5 +1,5 @@
 // npm run bench — replays ../shared/data through the public API and prints recall and latency figures.
-// Options: --only=tokenizers,locomo,longmemeval,synthetic,compaction,embedding  --window=8192  --reserve=1024  --memory=N
+// Options: --only=tokenizers,locomo,longmemeval,adversarial,synthetic,compaction,embedding  --window=8192  --reserve=1024  --memory=N
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
@@ -21,11 +21,11 @@ import { chatReplayBench } from './chat-replay.js';
 import { vectorScaleBench } from './vector-scale.js';
 import { embeddingBench } from './embedding.js';
 import { longRunBench, parseLongRunArgs } from './long-run.js';
-import { type BenchConversation, loadLocomo, loadLongMemEval } from './datasets.js';
+import { type BenchConversation, loadAdversarial, loadLocomo, loadLongMemEval } from './datasets.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,synthetic,compaction,chat,embedding,vectors').split(','));
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,adversarial,synthetic,compaction,chat,embedding,vectors').split(','));
 const mode = args.get('embed') ?? 'live';
 const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' })) : { provider: 'transformers' as const };
 // A cached embedder is an Embedder object: it must know its width before createMemory checks it.
@@ -108,9 +108,11 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
       const match = ftsMatch(queryTerms(q.question));
       const hits = match ? await store.search(conv.id, match, 400) : [];
       const bm25 = fill(hits.map((h) => turns[h.seq]!), cost, budget, false);
-      table.add(q.category, 'evidence', evidenceShare(q.evidence, present));
-      table.add(q.category, 'ev recent', evidenceShare(q.evidence, recent.ids));
-      table.add(q.category, 'ev bm25', evidenceShare(q.evidence, bm25.ids));
+      // A broad question is answered by a view of every part of the conversation: the share of parts it shows.
+      const share = (ids: ReadonlySet<string>) => q.groups ? q.groups.filter((g) => g.some((id) => ids.has(id))).length / q.groups.length : evidenceShare(q.evidence, ids);
+      table.add(q.category, 'evidence', share(present));
+      table.add(q.category, 'ev recent', share(recent.ids));
+      table.add(q.category, 'ev bm25', share(bm25.ids));
       if (q.answer !== null) {
         table.add(q.category, 'answer', answerShare(q.answer, text));
         table.add(q.category, 'ans recent', answerShare(q.answer, recent.text));
@@ -231,6 +233,7 @@ const part = <T extends { id: string }>(all: T[], tune: (c: T, i: number) => boo
   split === 'tune' ? all.filter(tune) : split === 'report' ? all.filter((c, i) => !tune(c, i)) : all;
 const splitName = split ? `, ${split} split` : '';
 if (only.has('locomo')) await recallBench(`LoCoMo (dev: 5 conversations${splitName})`, part(loadLocomo(), (c) => TUNE_LOCOMO.has(c.id)));
+if (only.has('adversarial')) await recallBench('Adversarial (written here: 120 turns, four domains sharing their words, 30 probes)', loadAdversarial());
 if (only.has('longmemeval')) await recallBench(`LongMemEval_S (dev: 60 questions, one haystack each${splitName})`, part(loadLongMemEval(), (_, i) => i % 2 === 0));
 if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
