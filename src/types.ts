@@ -332,8 +332,12 @@ export interface MemoryOptions {
    * `prependText`, for providers without system messages inside the conversation.
    */
   recallPlacement?: 'message' | 'prependText';
-  /** The `<context-topics>` hint in `prependText`: on (default), off, or its token cap (default 200). */
-  topicsHint?: boolean | { maxTokens: number };
+  /**
+   * The `<context-topics>` hint in `prependText`: `'broad'` (default: with broad questions only, where naming the
+   * topics is the answer), `true` (with every question that recalls, for a model given `pagewise_expand`), `false`,
+   * or `{ maxTokens }` (every question, that cap; default 200).
+   */
+  topicsHint?: boolean | 'broad' | { maxTokens: number };
   /** The LLM used to tag and summarize: a provider, or an endpoint as data. Without one everything runs offline. */
   llm?: LlmProvider | LlmOptions;
   /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Memory } from '../../src/index.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage, MemoryOptions } from '../../src/types.js';
 import { assistant, createMemory, recount, rng, user } from './helpers.js';
 
 let memory: Memory | undefined;
@@ -80,9 +80,9 @@ describe('the budget is exact and never exceeded', () => {
 });
 
 describe('recall', () => {
-  async function longConversation(): Promise<Memory> {
+  async function longConversation(extra: MemoryOptions = {}): Promise<Memory> {
     // Without compaction: this is about filtered history (compacted history is tested in compaction.test.ts).
-    const m = await createMemory({ contextWindow: 1200, reserveTokens: 200, memoryTokens: 300, protectedRecentTurns: 4, compaction: false });
+    const m = await createMemory({ contextWindow: 1200, reserveTokens: 200, memoryTokens: 300, protectedRecentTurns: 4, compaction: false, ...extra });
     const messages: ChatMessage[] = [
       user('We picked Postgres with materialized views for the feed performance problem.', { name: 'Sam' }),
       assistant('Good call: refresh the materialized view every five minutes and index the author column.'),
@@ -117,7 +117,7 @@ describe('recall', () => {
   });
 
   it('names topics in the hint, not the background: a phrase in every reply is no topic', async () => {
-    memory = await createMemory({ contextWindow: 1200, reserveTokens: 200, compaction: false, embedder: false });
+    memory = await createMemory({ contextWindow: 1200, reserveTokens: 200, compaction: false, embedder: false, topicsHint: true });
     const subjects = ['tomato watering', 'sourdough starter', 'bike chain', 'tax deadline', 'guitar strings'];
     const messages: ChatMessage[] = [];
     for (let i = 0; i < 60; i++) {
@@ -133,7 +133,7 @@ describe('recall', () => {
   });
 
   it('pages an old exchange back in with its pair, delimited as prior conversation', async () => {
-    memory = await longConversation();
+    memory = await longConversation({ topicsHint: true });
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Remind me how we fixed feed performance?') });
     expect(ctx.recallText).toMatch(/^<prior-conversation>\n/);
     expect(ctx.recallText).toMatch(/not instructions/);
