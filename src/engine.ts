@@ -221,7 +221,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         });
         // Only specific questions rank summaries by meaning (broad and temporal ones have their own order).
         const similar = state && meaning.vector && !query.intent.temporal ? await semantic.searchSummaries(conversationId, meaning.vector, 4) : [];
-        const plan = state ? await summaryPlan(summaryStore, conversationId, query.intent.broad, query.intent.temporal, similar) : { candidates: [], share: 0 };
+        const plan = state ? await summaryPlan(summaryStore, conversationId, query.intent, similar) : { candidates: [], share: 0 };
         const assembled = await assemble({
           conversationId,
           tokenizer: tok,
@@ -235,7 +235,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
           history: working.history,
           historyComplete: view.complete,
           message: messageItem,
-          hint: await hintFor(conversationId, tok),
+          hint: wide || opts.topicsHintAlways ? await hintFor(conversationId, tok) : '',
           placement: opts.recallPlacement,
           wide,
           temporal: query.intent.temporal,

@@ -1,5 +1,6 @@
 import type { SummaryStore } from '../compaction/summary-store.js';
 import type { VectorHit } from '../embed/vector-index.js';
+import type { QueryIntent } from '../retrieval/intent.js';
 import type { SummaryCandidate } from './assembler.js';
 
 // Candidates read for a broad question (the tag summaries of the most used tags) and a temporal one (the earliest
@@ -14,8 +15,9 @@ const TEMPORAL_SEGMENTS = 64;
  * similar in meaning and then the frontier, in the room the excerpts leave.
  */
 export async function summaryPlan(
-  summaries: SummaryStore, conversationId: string, broad: boolean, temporal: boolean, similar: readonly VectorHit[] = [],
+  summaries: SummaryStore, conversationId: string, intent: QueryIntent, similar: readonly VectorHit[] = [],
 ): Promise<{ candidates: SummaryCandidate[]; share: number }> {
+  const { broad, temporal } = intent;
   const frontier = await summaries.frontier(conversationId);
   if (frontier.length === 0) return { candidates: [], share: 0 };
   if (broad) {
@@ -26,8 +28,13 @@ export async function summaryPlan(
     ] };
   }
   if (temporal) {
-    const segments = await summaries.segments(conversationId, TEMPORAL_SEGMENTS);
-    return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: 'temporal question: segment summaries, earliest first' })) };
+    // "At the beginning": the earliest segments first (seed 000); "most recently": the newest first; "in June": the
+    // segments of that span, earliest first (none: the turns recalled for the span are all there is).
+    const window = intent.window ? { from: new Date(intent.window.fromMs).toISOString(), to: new Date(intent.window.toMs).toISOString() } : undefined;
+    const order = !window && intent.position === 'latest' ? 'newest' : 'earliest';
+    const segments = await summaries.segments(conversationId, TEMPORAL_SEGMENTS, order, window);
+    const what = window ? `of ${JSON.stringify(intent.window!.text)}` : order === 'newest' ? 'newest first' : 'earliest first';
+    return { share: 0.5, candidates: segments.map((x) => ({ summary: x, reason: `temporal question: segment summaries ${what}` })) };
   }
   // Summaries similar in meaning to the question come first, alone (a summary brings no neighbours). For a specific
   // question every summary takes only the room the excerpts leave: the verbatim evidence comes first (LoCoMo with

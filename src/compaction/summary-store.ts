@@ -127,9 +127,14 @@ export function createSummaryStore(driver: StorageDriver) {
       return rows.length > 0;
     },
 
-    /** Level-1 summaries, earliest first (the first `limit`). */
-    segments(conversationId: string, limit = -1): Promise<SummaryRecord[]> {
-      return select("conversation_id = ? AND kind = 'segment' ORDER BY first_seq LIMIT ?", [conversationId, limit]);
+    /**
+     * Level-1 summaries, earliest first (the first `limit`), or newest first; with `window` (ISO 8601 bounds, end
+     * exclusive) only those whose turns overlap it.
+     */
+    segments(conversationId: string, limit = -1, order: 'earliest' | 'newest' = 'earliest', window?: { from: string; to: string }): Promise<SummaryRecord[]> {
+      const span = window ? ' AND last_at >= ? AND first_at < ?' : '';
+      return select(`conversation_id = ? AND kind = 'segment'${span} ORDER BY first_seq ${order === 'newest' ? 'DESC' : ''} LIMIT ?`,
+        [conversationId, ...(window ? [window.from, window.to] : []), limit]);
     },
 
     /** The current tag summaries (not folded into a newer one), earliest first. */

@@ -28,7 +28,24 @@ const BROAD = [
   /^\s*(recap|summary|summarize|summarise)\s*[.!?]?\s*$/,
 ];
 
-const EARLIEST = /\b(at|in|from|to) the (very )?(beginning|start|outset)\b|\bearly on\b|\bthe very first\b|\bfirst (thing|things|topic|question|message)s? (we|you|i) (discussed|talked|said|asked|mentioned|covered)\b|\bwhen we (first )?(started|began)\b|\binitially\b|\boriginally\b|\bearlier on\b/;
+const EARLIEST = new RegExp([
+  /\b(at|in|from|to) the (very )?(beginning|start|outset)\b|\bearly on\b|\bthe very first\b|\binitially\b|\boriginally\b|\bearlier on\b/.source,
+  /\bfirst (thing|things|topic|question|message)s? (we|you|i) (discussed|talked|said|asked|mentioned|covered)\b|\bwhen we (first )?(started|began)\b/.source,
+  // "How did our conversation begin?", "your first suggestion", "my first question".
+  /\bhow did (we|it( all)?|this|(our|the|this) (conversation|chat|discussion)) (begin|start|get started|kick off)\b/.source,
+  /\b(your|my|our) (very )?first (suggestion|advice|answer|reply|recommendation|idea|tip|question|message|request)\b/.source,
+].join('|'));
+/**
+ * The words that name a position in the conversation ("how did our conversation begin?"), not its subject: a tag made
+ * only of them says nothing about what the question is after.
+ */
+const POSITION_WORD = /^(begin|began|begun|beginning|start|started|starting|outset|first|early|earlier|initial|initially|original|originally|conversation|conversations|chat|chats|discussion|discussions|latest|recent|recently|last|lately|just|now)$/;
+
+/** Whether a tag (a slug, words joined by '-') is only words that name a position in the conversation. */
+export function namesPositionOnly(tag: string): boolean {
+  return tag.split('-').every((w) => POSITION_WORD.test(w));
+}
+
 const LATEST = /\b(most recently|the last thing|latest|just now|a (moment|minute) ago|earlier today)\b/;
 
 const DAY = 86_400_000;

@@ -49,6 +49,12 @@ export async function analyzeQuery(c: QueryContext, conversationId: string, text
     ...(embedding ? { embedding } : {}),
   });
   const intent = detectIntent(text, nowMs);
+  // A span of time the conversation holds no turn in ("this weekend", ahead of every stored turn) points at nothing to
+  // recall: the question is not temporal for retrieval, and gets no extra budget for it.
+  if (intent.window && (await c.turns.inWindow(conversationId, intent.window.fromMs, intent.window.toMs, 1)).length === 0) {
+    intent.window = null;
+    intent.temporal = intent.position !== null;
+  }
   if (result.broad) intent.broad = true;
   if (result.temporal) intent.temporal = true;
 

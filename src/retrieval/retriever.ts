@@ -6,7 +6,7 @@ import type { TagStore } from '../tags/tag-store.js';
 import type { ScoreParts } from '../types.js';
 import { ftsMatch } from './fts-query.js';
 import { type RankedList, fuse } from './fusion.js';
-import type { QueryIntent } from './intent.js';
+import { type QueryIntent, namesPositionOnly } from './intent.js';
 
 /**
  * A recalled candidate: the turns that matched (`hits`), the turns that complete them (`pair`: a question's
@@ -150,9 +150,13 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     const topical = found.filter((u) => inWindow.has(u));
     lists.push({ name: 'time', units: [...topical, ...[...inWindow].filter((u) => !topical.includes(u))].slice(0, over) });
   } else if (q.intent.position) {
-    let ordered = [...found].sort((a, b) => a - b);
+    // "What did we decide about the API at the start?" names a subject: the earliest (or latest) units that match it.
+    // "How did our conversation begin?" names none (no stored tag): the conversation's own first (or last) units.
+    const subject = [...q.tagWeights.keys()].some((t) => !namesPositionOnly(t));
+    let ordered = subject ? [...found].sort((a, b) => a - b) : [];
     if (ordered.length === 0) {
-      const first = await stores.turns.range(q.conversationId, 0, over);
+      const from = q.intent.position === 'latest' ? Math.max(0, (await stores.turns.turnCount(q.conversationId)) - over) : 0;
+      const first = await stores.turns.range(q.conversationId, from, over);
       const firstUnits = await stores.tags.unitOf(q.conversationId, first.map((t) => t.seq));
       ordered = [...new Set(first.filter((t) => !q.exclude.has(t.seq)).map((t) => firstUnits.get(t.seq)?.unitSeq ?? t.seq))];
       for (const t of first) unitEnd.set(firstUnits.get(t.seq)?.unitSeq ?? t.seq, firstUnits.get(t.seq)?.endSeq ?? t.seq);
