@@ -86,6 +86,10 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     callTool: (name, args, context) => open(() => remote.callTool(name, args, context)),
     costReport: (conversationId) => open(() => remote.costReport(conversationId)),
     embeddingStatus: (conversationId) => open(() => remote.embeddingStatus(conversationId)),
+    forget: (input) => open(() => remote.forget(input)),
+    export: (conversationId) => open(() => remote.export(conversationId)),
+    import: (data) => open(() => remote.import(data)),
+    exportDatabase: () => open(() => remote.exportDatabase()),
     async close() {
       if (closed) return;
       closed = true;

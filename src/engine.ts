@@ -16,6 +16,7 @@ import { callerHistory, itemFor, storedHistory } from './history.js';
 import { contentHash, describe, messageText, parseNow, validateConversationId, validateMessage } from './messages.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
 import { topicsHint } from './assembly/topics-hint.js';
+import { type ExportData, type ForgetInput, type ForgetReport, type ImportReport, dataApi } from './data-control.js';
 import { sampleBroad } from './retrieval/broad.js';
 import { warmDateParser } from './retrieval/intent.js';
 import { analyzeQuery } from './retrieval/query.js';
@@ -76,6 +77,18 @@ export interface Memory {
   embeddingStatus(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }>;
   /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
   costReport(conversationId?: string): Promise<CostReport>;
+  /**
+   * Removes a whole conversation, or some of its messages (`messageIds`, or every exchange carrying `tag`), with
+   * everything derived from them, in one transaction; what is derived from the rest is rebuilt. Afterwards the text is
+   * in no index and, once closed, nowhere in the database file. The one exception to append-only.
+   */
+  forget(input: ForgetInput): Promise<ForgetReport>;
+  /** Every stored original of one conversation (or all of them) in pagewise's portable format. */
+  export(conversationId?: string): Promise<ExportData>;
+  /** Restores what `export` gave: importing the same data twice changes nothing; a conflicting message is refused. */
+  import(data: ExportData): Promise<ImportReport>;
+  /** The SQLite database's bytes (a backup): open them with `sqliteWasm({ bytes })`. */
+  exportDatabase(): Promise<Uint8Array>;
   /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
   close(): Promise<void>;
 }
@@ -378,6 +391,13 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         return status;
       });
     },
+
+    ...dataApi({
+      driver, store, canonicalizer, index, tokenizer, serial, maxMessageBytes: opts.maxMessageBytes,
+      settle: () => background.idle(),
+      uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); hints.delete(conversationId); },
+      rebuildLater: (conversationId) => { semantic.schedule(conversationId); if (opts.compaction) compactLater(conversationId); },
+    }),
 
     ...hierarchyApi({ serial, index, compactor, embedLater: semantic.schedule, modelSettled: semantic.settled, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
 

@@ -5,6 +5,7 @@
 export { createMemory, type Memory } from './engine.js';
 export type { AliasApi, AliasSuggestion } from './tags/tag-canonicalizer.js';
 export type { TagAlias, TagStat } from './tags/tag-store.js';
+export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './data-control.js';
 export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } from './errors.js';
 export { sqliteWasm, type SqliteWasmOptions } from './storage/sqlite-wasm.js';
 export { createTokenizer, encodingForModel } from './tokens/tokenizer.js';

@@ -27,6 +27,8 @@ export interface StorageDriver {
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): MaybePromise<T[]>;
   /** Run statements atomically: all of them or, on any error, none (one transaction). */
   batch(statements: readonly Statement[]): MaybePromise<void>;
+  /** The database file's bytes (a backup that `sqliteWasm({ bytes })` or a file opens), where the driver can give them. */
+  export?(): MaybePromise<Uint8Array>;
   /** Release the database. Further calls fail with `ENGINE_CLOSED`. */
   close(): MaybePromise<void>;
 }

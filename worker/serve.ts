@@ -57,6 +57,10 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
     callTool: (name, args, context) => ready().callTool(name, args, context),
     costReport: (conversationId) => ready().costReport(conversationId),
     embeddingStatus: (conversationId) => ready().embeddingStatus(conversationId),
+    forget: (input) => ready().forget(input),
+    export: (conversationId) => ready().export(conversationId),
+    import: (data) => ready().import(data),
+    exportDatabase: () => ready().exportDatabase(),
     async close() {
       const m = memory;
       memory = undefined;

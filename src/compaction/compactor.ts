@@ -285,6 +285,10 @@ export function createCompactor(d: CompactorDeps) {
   };
 
   return {
+    /** Drops what is cached of a conversation (its turns were removed: forget). */
+    uncache(conversationId: string): void {
+      measured.delete(conversationId);
+    },
     pressure,
     due,
 

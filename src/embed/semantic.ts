@@ -150,6 +150,12 @@ export function createSemantic(deps: {
   }
 
   return {
+    /** Drops the conversation's vectors held in memory (its turns or summaries were removed: forget). */
+    uncache(conversationId: string): void {
+      checked.delete(conversationId);
+      turnIndexes.cache.delete(conversationId);
+      summaryIndexes.cache.delete(conversationId);
+    },
     /** After new turns (or on first sight of a conversation: resumes what a reload interrupted). */
     schedule,
     /** Starts loading the model now (preloadEmbedder); a failure surfaces as a note at the first question. */

@@ -90,8 +90,10 @@ export function createVectorStore(driver: StorageDriver) {
         (item.kind === 'turn' ? turns : summaries).push({ ref: item.ref, createdMs: item.createdMs, scale, vector: bytes });
         const blob = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
         return item.kind === 'turn'
-          ? { sql: "INSERT OR REPLACE INTO embeddings (conversation_id, model_id, kind, ref, created_ms, scale, vector) VALUES (?, ?, 'turn', ?, ?, ?, ?)",
-            params: [conversationId, modelId, item.ref, item.createdMs, scale, blob] }
+          // Only while the turn is still the one embedded (forget may have removed it meanwhile, and its seq be reused).
+          ? { sql: `INSERT OR REPLACE INTO embeddings (conversation_id, model_id, kind, ref, created_ms, scale, vector)
+                    SELECT ?, ?, 'turn', seq, ?, ?, ? FROM turns WHERE conversation_id = ? AND seq = ? AND substr(text, 1, ?) = ?`,
+            params: [conversationId, modelId, item.createdMs, scale, blob, conversationId, item.ref, MAX_CHARS, item.text] }
           : { sql: `INSERT OR REPLACE INTO embeddings (conversation_id, model_id, kind, ref, created_ms, scale, vector)
                     SELECT ?, ?, 'summary', rowid, ?, ?, ? FROM summaries WHERE rowid = ? AND substr(text, 1, ?) = ?`,
             params: [conversationId, modelId, item.createdMs, scale, blob, item.ref, MAX_CHARS, item.text] };

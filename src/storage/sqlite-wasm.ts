@@ -15,13 +15,18 @@ export interface SqliteWasmOptions {
   directory?: string;
   /** An initialised sqlite3 module, when the app loads it itself (custom wasm location). */
   sqlite3?: Sqlite3Static;
+  /**
+   * A database's bytes to start from (what `memory.exportDatabase()` gave): opened in memory, or written into the
+   * OPFS pool as `filename` when no database of that name is there yet.
+   */
+  bytes?: Uint8Array;
 }
 
 const MODULE = 'sqlite-wasm';
 let sqlite3Promise: Promise<Sqlite3Static> | undefined;
 const pools = new Map<string, SAHPoolUtil>();
 
-function loadSqlite3(): Promise<Sqlite3Static> {
+export function loadSqlite3(): Promise<Sqlite3Static> {
   // The types declare init() without parameters, but the runtime takes Emscripten options.
   sqlite3Promise ??= import('@sqlite.org/sqlite-wasm').then(async (m) => {
     const sqlite3 = await (m.default as unknown as (opts: object) => Promise<Sqlite3Static>)({ print: () => {}, printErr: () => {} });
@@ -51,7 +56,26 @@ async function acquireLock(name: string): Promise<() => void> {
   });
 }
 
-async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: string): Promise<{ db: Database; release: () => void; pool: SAHPoolUtil }> {
+/** Opens `bytes` as the in-memory database `db` (SQLite's deserialize; the copy is freed with the database). */
+function deserialize(sqlite3: Sqlite3Static, db: Database, bytes: Uint8Array): void {
+  const FREE_ON_CLOSE = 1;
+  const RESIZEABLE = 2;
+  const p = sqlite3.wasm.allocFromTypedArray(bytes);
+  const rc = sqlite3.capi.sqlite3_deserialize(db.pointer!, 'main', p, bytes.byteLength, bytes.byteLength, FREE_ON_CLOSE | RESIZEABLE);
+  if (rc !== 0) {
+    db.close();
+    throw new PagewiseError('STORAGE_ERROR', MODULE, `Could not open the given bytes as a database (SQLite code ${rc}); pass what memory.exportDatabase() gave.`);
+  }
+  try {
+    const ok = db.selectValue('PRAGMA quick_check');
+    if (ok !== 'ok') throw new Error(String(ok));
+  } catch (cause) {
+    db.close();
+    throw new PagewiseError('STORAGE_ERROR', MODULE, `The given bytes are not a sound SQLite database (${String((cause as Error)?.message ?? cause)}); pass what memory.exportDatabase() gave.`, { cause });
+  }
+}
+
+async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: string, bytes?: Uint8Array): Promise<{ db: Database; release: () => void; pool: SAHPoolUtil }> {
   if (typeof (globalThis.navigator as Navigator | undefined)?.storage?.getDirectory !== 'function' || typeof (globalThis as { importScripts?: unknown }).importScripts !== 'function') {
     throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE,
       'opfs-sahpool needs a dedicated Web Worker with OPFS (navigator.storage.getDirectory). Run the engine with connect() from pagewise/client, or use vfs: "memory".');
@@ -65,6 +89,7 @@ async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: str
       pool = await sqlite3.installOpfsSAHPoolVfs({ name: `pagewise-sahpool${directory.replace(/[^a-z0-9]/gi, '-')}`, directory, preserveOnInitFailure: true });
       pools.set(directory, pool);
     }
+    if (bytes && !pool.getFileNames().includes(`/${filename}`)) await pool.importDb(`/${filename}`, bytes);
     return { db: new pool.OpfsSAHPoolDb(`/${filename}`), release, pool };
   } catch (cause) {
     release();
@@ -93,6 +118,13 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
   if (vfs !== 'memory' && vfs !== 'opfs-sahpool') {
     throw new PagewiseError('INVALID_OPTIONS', MODULE, `Unknown vfs "${String(vfs)}": use "memory" or "opfs-sahpool".`);
   }
+  if (vfs === 'memory' && options.filename !== undefined) {
+    throw new PagewiseError('INVALID_OPTIONS', MODULE,
+      `filename "${String(options.filename)}" names no file in memory: in Node use fileStorage(path) from pagewise/node; in a browser worker add vfs: "opfs-sahpool".`);
+  }
+  if (options.bytes !== undefined && !(options.bytes instanceof Uint8Array)) {
+    throw new PagewiseError('INVALID_OPTIONS', MODULE, 'bytes must be a Uint8Array, as memory.exportDatabase() gives.');
+  }
   const filename = options.filename ?? 'pagewise.sqlite3';
   const directory = options.directory ?? '.pagewise';
   return async () => {
@@ -106,8 +138,9 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
     let onClose = (): void => {};
     if (vfs === 'memory') {
       db = new sqlite3.oo1.DB(':memory:', 'c');
+      if (options.bytes) deserialize(sqlite3, db, options.bytes);
     } else {
-      const opened = await openOpfs(sqlite3, filename, directory);
+      const opened = await openOpfs(sqlite3, filename, directory, options.bytes);
       db = opened.db;
       // Pausing releases the access handles, so another tab can open the pool once this engine is closed.
       onClose = () => { opened.pool.pauseVfs(); opened.release(); };
@@ -165,7 +198,7 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
     const stmt = prepared(sql);
     try {
       if (params && params.length > 0) stmt.bind([...params]);
-      if (!rows) {
+      if (!rows || stmt.columnCount === 0) {
         while (stmt.step()) { /* a write; rows, if any, are not wanted */ }
         return;
       }
@@ -226,6 +259,10 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
         try { db.exec('ROLLBACK'); } catch { /* the transaction may already be gone */ }
         throw wrapError(cause, current);
       }
+    },
+    export(): Uint8Array {
+      ensureOpen();
+      return sqlite3.capi.sqlite3_js_db_export(db);
     },
     close(): void {
       if (closed) return;

@@ -115,6 +115,11 @@ export function createTurnStore(driver: StorageDriver) {
     return f;
   };
 
+  const nextSeq = async (conversationId: string): Promise<number> => {
+    const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
+    return Number(rows[0]?.next ?? 0);
+  };
+
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
       const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
@@ -228,33 +233,9 @@ export function createTurnStore(driver: StorageDriver) {
      * entries and token counts move together or not at all.
      */
     async append(conversationId: string, turns: NewTurn[], countKey: string | null, nowIso: string): Promise<void> {
-      const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
-      const base = Number(rows[0]?.next ?? 0);
-      const statements: Statement[] = [
-        { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
-        { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
-      ];
-      turns.forEach((t, i) => {
-        const m = t.message;
-        const seq = base + i;
-        statements.push({
-            sql: `INSERT INTO turns (conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text)
-                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-            params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
-              m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text],
-        }, {
-          sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
-          params: [conversationId, seq, t.text, m.name ?? ''],
-        });
-        if (countKey !== null) {
-          statements.push({
-            sql: `INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
-            params: [conversationId, seq, countKey, t.tokens],
-          });
-        }
-      });
+      const base = await nextSeq(conversationId);
       try {
-        await driver.batch(statements);
+        await driver.batch(appendStatements(conversationId, base, turns, countKey, nowIso));
       } catch (error) {
         // A driver may fail after its commit (or half-way, without a transaction): what is stored is unknown, so
         // the cached count and speakers are dropped and read again next time.
@@ -265,7 +246,45 @@ export function createTurnStore(driver: StorageDriver) {
       for (const t of turns) if (t.message.name !== undefined) speakers?.add(t.message.name);
       facts.set(conversationId, { turns: base + turns.length, speakers });
     },
+
+    /** The seq the next appended turn gets. */
+    nextSeq,
+
+    /** The statements that append `turns` from seq `base`, for a caller's own transaction (import). */
+    appendStatements,
+
+    /** Drops what is cached of a conversation (its turns were removed or added outside append()). */
+    uncache(conversationId: string): void {
+      facts.delete(conversationId);
+    },
   };
+}
+
+function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
+  const statements: Statement[] = [
+    { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
+    { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
+  ];
+  turns.forEach((t, i) => {
+    const m = t.message;
+    const seq = base + i;
+    statements.push({
+        sql: `INSERT INTO turns (conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
+          m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text],
+    }, {
+      sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
+      params: [conversationId, seq, t.text, m.name ?? ''],
+    });
+    if (countKey !== null) {
+      statements.push({
+        sql: `INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
+        params: [conversationId, seq, countKey, t.tokens],
+      });
+    }
+  });
+  return statements;
 }
 
 export type TurnStore = ReturnType<typeof createTurnStore>;

@@ -200,6 +200,12 @@ export function createCanonicalizer(store: TagStore) {
   };
 
   return {
+    /** Drops what is cached of a conversation (its tags or aliases were removed: forget). */
+    uncache(conversationId: string): void {
+      locals.delete(conversationId);
+      vocabs.delete(conversationId);
+    },
+
     /** Canonical, deduplicated tags of a conversation, in the order given; empty spellings are dropped. */
     async canonical(conversationId: string, raws: readonly string[], nowIso: string): Promise<string[]> {
       const layers = await layersOf(conversationId);

@@ -68,6 +68,11 @@ export function createTagStore(driver: StorageDriver) {
   // recently used conversations only.
   const unitCounts = new Lru<string, number>(CACHED_CONVERSATIONS);
   return {
+    /** Drops what is cached of a conversation (its units were removed: forget). */
+    uncache(conversationId: string): void {
+      unitCounts.delete(conversationId);
+    },
+
     async lastUnit(conversationId: string): Promise<{ unitSeq: number; endSeq: number } | null> {
       const rows = await driver.query<{ unit_seq: number; end_seq: number }>(
         'SELECT unit_seq, end_seq FROM units WHERE conversation_id = ? ORDER BY unit_seq DESC LIMIT 1', [conversationId]);

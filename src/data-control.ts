@@ -1,0 +1,386 @@
+import type { Canonicalizer } from './tags/tag-canonicalizer.js';
+import type { TagIndex } from './tags/tag-index.js';
+import { checkId, checkObject } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import { contentHash, describe, messageText, validateConversationId, validateMessage } from './messages.js';
+import { MIGRATIONS } from './store/schema.js';
+import type { NewTurn, TurnRecord, TurnStore } from './store/turn-store.js';
+import { countCacheKey } from './tokens/chat-format.js';
+import type { ChatMessage, Statement, StorageDriver, Tokenizer } from './types.js';
+
+const MODULE = 'data';
+
+/** What `forget` removes: a whole conversation, or some of its messages (by id, or every exchange carrying a tag). */
+export interface ForgetInput {
+  conversationId: string;
+  /** Stored message ids (as in `report.storedIds` or `memory.turns()`). */
+  messageIds?: string[];
+  /** A tag (any spelling its aliases know): every exchange (unit) carrying it. */
+  tag?: string;
+}
+
+/** What `forget` removed. Derived data of the conversation (tags, summaries, vectors) is rebuilt without it. */
+export interface ForgetReport {
+  conversationId: string;
+  /** Ids of the removed messages. */
+  messageIds: string[];
+  /** Summaries removed (all of the conversation's: they are rebuilt from what is left when compaction is next due). */
+  summaries: number;
+  /** The conversation itself is gone (nothing was left of it). */
+  conversationRemoved: boolean;
+}
+
+/** One stored message in the portable format. */
+export interface ExportedTurn {
+  id: string;
+  role: ChatMessage['role'];
+  name?: string;
+  content: ChatMessage['content'];
+  toolCalls?: ChatMessage['toolCalls'];
+  toolCallId?: string;
+  createdAt: string;
+}
+
+export interface ExportedConversation {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  /** Every stored message, in order. */
+  turns: ExportedTurn[];
+  pins: { messageId: string; pinnedAt: string }[];
+  /** The conversation's own manual aliases. */
+  aliases: { alias: string; tag: string; createdAt: string }[];
+}
+
+/**
+ * pagewise's portable format (version 1): every stored original with its ids, roles, names, times and tool calls,
+ * pins and manual aliases. Derived data (tags, summaries, vectors, token counts) is left out: it is rebuilt.
+ */
+export interface ExportData {
+  format: 'pagewise';
+  version: 1;
+  exportedAt: string;
+  conversations: ExportedConversation[];
+  /** Global manual aliases (with an export of every conversation only). */
+  aliases: { alias: string; tag: string; createdAt: string }[];
+}
+
+export interface ImportReport {
+  /** Conversations with something new stored. */
+  conversations: string[];
+  /** Messages stored; those already there are skipped. */
+  turns: number;
+  /** Messages already stored (same id, same content). */
+  skipped: number;
+}
+
+export interface DataDeps {
+  driver: StorageDriver;
+  store: TurnStore;
+  canonicalizer: Canonicalizer;
+  index: TagIndex;
+  tokenizer: () => Promise<Tokenizer>;
+  serial: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** Waits for background work (embedding, compaction) to settle. */
+  settle: () => Promise<void>;
+  /** Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint). */
+  uncache: (conversationId: string) => void;
+  /** Schedules what is derived in the background (vectors; compaction when due). */
+  rebuildLater: (conversationId: string) => void;
+  maxMessageBytes: number;
+}
+
+// The trigger that keeps turns append-only (schema migration 1); forget drops and recreates it in its transaction.
+const NO_DELETE = MIGRATIONS[0]!.find((sql) => sql.includes('turns_no_delete'))!;
+// Rows bound per statement (SQLite's default limit is 32,766 variables).
+const CHUNK = 500;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
+}
+
+const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+
+function invalid(path: string, message: string): never {
+  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
+}
+
+/** The data-control side of the Memory API: forget, export, import, the database's bytes. */
+export function dataApi(d: DataDeps) {
+  const { driver, store, serial } = d;
+
+  const turnRows = (conversationId: string, where = '', params: unknown[] = []) => driver.query<{ rowid: number; seq: number; id: string; text: string; name: string | null }>(
+    `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?${where} ORDER BY seq`, [conversationId, ...params] as never);
+
+  /** Removes the rows and everything derived from them, in one transaction; then purges the index and the free pages. */
+  const remove = async (conversationId: string, rows: ReadonlyArray<{ rowid: number; seq: number; id: string; text: string; name: string | null }>, whole: boolean) => {
+    const summaries = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
+    const statements: Statement[] = [{ sql: 'DROP TRIGGER turns_no_delete' }];
+    for (const part of chunks(rows)) {
+      // A contentless FTS5 table forgets a row only when given the values it indexed.
+      for (const r of part) statements.push({ sql: "INSERT INTO turns_fts (turns_fts, rowid, text, name) VALUES ('delete', ?, ?, ?)", params: [r.rowid, r.text, r.name ?? ''] });
+      const rowids = part.map((r) => r.rowid);
+      statements.push(
+        { sql: `DELETE FROM turn_tokens WHERE turn_rowid IN (${marks(part.length)})`, params: rowids },
+        { sql: `DELETE FROM turn_recalls WHERE turn_rowid IN (${marks(part.length)})`, params: rowids },
+        { sql: `DELETE FROM pins WHERE conversation_id = ? AND turn_id IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.id)] },
+        { sql: `DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'turn' AND ref IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.seq)] },
+        { sql: `DELETE FROM turns WHERE rowid IN (${marks(part.length)})`, params: rowids },
+      );
+    }
+    statements.push({ sql: NO_DELETE });
+    // Derived from the conversation's turns as a whole: removed, and rebuilt from what is left.
+    statements.push(
+      { sql: 'DELETE FROM summaries_fts WHERE rowid IN (SELECT rowid FROM summaries WHERE conversation_id = ?)', params: [conversationId] },
+      { sql: 'DELETE FROM summary_tags WHERE conversation_id = ?', params: [conversationId] },
+      { sql: "DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'summary'", params: [conversationId] },
+      { sql: 'DELETE FROM summaries WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM compaction_state WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM unit_tags WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM units WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM tags WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM term_df WHERE conversation_id = ?', params: [conversationId] },
+      { sql: "DELETE FROM tag_aliases WHERE conversation_id = ? AND source = 'auto'", params: [conversationId] },
+    );
+    if (whole) {
+      statements.push(
+        { sql: 'DELETE FROM embeddings WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM pins WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM llm_usage WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM conversations WHERE id = ?', params: [conversationId] },
+      );
+    } else {
+      statements.push({ sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [new Date().toISOString(), conversationId] });
+    }
+    await driver.query('PRAGMA secure_delete = ON');
+    await driver.batch(statements);
+    d.uncache(conversationId);
+    await purge();
+    return Number(summaries[0]?.n ?? 0);
+  };
+
+  /**
+   * No trace left in the file: the full-text indexes merged into one segment each (a deleted row lingers in its old
+   * segment until a merge), then VACUUM rewrites the database without its free pages (secure_delete zeroed them too).
+   */
+  const purge = async () => {
+    await driver.batch([
+      { sql: "INSERT INTO turns_fts (turns_fts) VALUES ('optimize')" },
+      { sql: "INSERT INTO summaries_fts (summaries_fts) VALUES ('optimize')" },
+    ]);
+    await driver.query('VACUUM');
+  };
+
+  const conversationOf = async (value: unknown, path = 'conversationId') => {
+    const conversationId = validateConversationId(value, path);
+    const info = await store.conversation(conversationId);
+    if (!info) throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
+    return info;
+  };
+
+  /** Every stored turn of a conversation, in order, read a page at a time. */
+  const allTurns = async (conversationId: string): Promise<TurnRecord[]> => {
+    const out: TurnRecord[] = [];
+    for (let from = 0; ; ) {
+      const page = await store.range(conversationId, from, 1000);
+      if (page.length === 0) return out;
+      out.push(...page);
+      from = page[page.length - 1]!.seq + 1;
+    }
+  };
+
+  const exportConversation = async (conversationId: string): Promise<ExportedConversation> => {
+    const info = (await store.conversation(conversationId))!;
+    const turns = (await allTurns(conversationId)).map(exported);
+    const pins = await driver.query<{ turn_id: string; pinned_at: string }>('SELECT turn_id, pinned_at FROM pins WHERE conversation_id = ? ORDER BY pinned_at, turn_id', [conversationId]);
+    const aliases = await driver.query<{ alias: string; tag: string; created_at: string }>("SELECT alias, tag, created_at FROM tag_aliases WHERE conversation_id = ? AND source = 'manual' ORDER BY alias", [conversationId]);
+    return {
+      id: conversationId, createdAt: info.createdAt, updatedAt: info.updatedAt, turns,
+      pins: pins.map((p) => ({ messageId: p.turn_id, pinnedAt: p.pinned_at })),
+      aliases: aliases.map((a) => ({ alias: a.alias, tag: a.tag, createdAt: a.created_at })),
+    };
+  };
+
+  return {
+    forget(input: ForgetInput): Promise<ForgetReport> {
+      return (async () => {
+        // Vectors and summaries being made from a turn must land (or be refused) before it goes.
+        await d.settle();
+        return serial(async () => {
+          const o = checkObject(input, 'forget');
+          const { id: conversationId } = await conversationOf(o.conversationId);
+          if (o.messageIds !== undefined && (!Array.isArray(o.messageIds) || o.messageIds.length === 0)) {
+            invalid('messageIds', `must be a non-empty array of stored message ids, or left out to forget the whole conversation (got ${describe(o.messageIds)}).`);
+          }
+          const ids = (o.messageIds as unknown[] | undefined)?.map((id, i) => checkId(id, `messageIds[${i}]`));
+          if (o.tag !== undefined && typeof o.tag !== 'string') invalid('tag', `must be a tag's name, as memory.tags() lists them (got ${describe(o.tag)}).`);
+          let rows: Awaited<ReturnType<typeof turnRows>>;
+          if (ids === undefined && o.tag === undefined) {
+            rows = await turnRows(conversationId);
+          } else {
+            const chosen = new Map<number, Awaited<ReturnType<typeof turnRows>>[number]>();
+            if (ids) {
+              for (const part of chunks([...new Set(ids)])) for (const r of await turnRows(conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+              const found = new Set([...chosen.values()].map((r) => r.id));
+              const missing = ids.filter((id) => !found.has(id));
+              if (missing.length > 0) {
+                throw new PagewiseError('NOT_FOUND', MODULE, `No message ${missing.slice(0, 3).map(describe).join(', ')}${missing.length > 3 ? ` (and ${missing.length - 3} more)` : ''} is stored in conversation ${describe(conversationId)}; nothing was forgotten. Take ids from report.storedIds or memory.turns().`, { path: 'messageIds' });
+              }
+            }
+            if (typeof o.tag === 'string') {
+              const [tag] = await d.canonicalizer.canonical(conversationId, [o.tag], new Date().toISOString());
+              const units = tag ? await driver.query<{ unit_seq: number; end_seq: number }>(
+                'SELECT u.unit_seq, u.end_seq FROM unit_tags t JOIN units u ON u.conversation_id = t.conversation_id AND u.unit_seq = t.unit_seq WHERE t.conversation_id = ? AND t.tag = ? AND t.related = 0',
+                [conversationId, tag]) : [];
+              if (units.length === 0) {
+                throw new PagewiseError('NOT_FOUND', MODULE, `No exchange of conversation ${describe(conversationId)} carries the tag ${describe(o.tag)}; nothing was forgotten. List its tags with memory.tags().`, { path: 'tag' });
+              }
+              for (const u of units) for (const r of await turnRows(conversationId, ' AND seq BETWEEN ? AND ?', [u.unit_seq, u.end_seq])) chosen.set(r.rowid, r);
+            }
+            rows = [...chosen.values()].sort((a, b) => a.seq - b.seq);
+          }
+          const left = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+          const whole = rows.length >= Number(left[0]?.n ?? 0);
+          const summaries = await remove(conversationId, rows, whole);
+          if (!whole) {
+            await d.index.indexNew(conversationId, new Date().toISOString());
+            d.rebuildLater(conversationId);
+          }
+          return { conversationId, messageIds: rows.map((r) => r.id), summaries, conversationRemoved: whole };
+        });
+      })();
+    },
+
+    export(conversationId?: string): Promise<ExportData> {
+      return serial(async () => {
+        const ids = conversationId === undefined
+          ? (await store.conversations()).map((c) => c.id).sort()
+          : [(await conversationOf(conversationId)).id];
+        const conversations: ExportedConversation[] = [];
+        for (const id of ids) conversations.push(await exportConversation(id));
+        const aliases = conversationId === undefined
+          ? (await driver.query<{ alias: string; tag: string; created_at: string }>("SELECT alias, tag, created_at FROM tag_aliases WHERE conversation_id = '' ORDER BY alias"))
+            .map((a) => ({ alias: a.alias, tag: a.tag, createdAt: a.created_at }))
+          : [];
+        return { format: 'pagewise', version: 1, exportedAt: new Date().toISOString(), conversations, aliases };
+      });
+    },
+
+    import(data: ExportData): Promise<ImportReport> {
+      return serial(async () => {
+        const o = checkObject(data, 'import');
+        if (o.format !== 'pagewise' || o.version !== 1) {
+          invalid('data', `is not pagewise's export format version 1 (format ${describe(o.format)}, version ${describe(o.version)}); pass what memory.export() returned.`);
+        }
+        if (!Array.isArray(o.conversations)) invalid('data.conversations', `must be an array (got ${describe(o.conversations)}).`);
+        const tok = await d.tokenizer();
+        const key = countCacheKey(tok);
+        const now = new Date().toISOString();
+        const statements: Statement[] = [];
+        const report: ImportReport = { conversations: [], turns: 0, skipped: 0 };
+        const seen = new Set<string>();
+        for (const [c, raw] of (o.conversations as unknown[]).entries()) {
+          const path = `data.conversations[${c}]`;
+          const conv = checkObject(raw, path);
+          const conversationId = validateConversationId(conv.id, `${path}.id`);
+          if (seen.has(conversationId)) invalid(`${path}.id`, `repeats conversation ${describe(conversationId)}.`);
+          seen.add(conversationId);
+          if (!Array.isArray(conv.turns)) invalid(`${path}.turns`, `must be an array (got ${describe(conv.turns)}).`);
+          const messages = (conv.turns as unknown[]).map((t, i) => {
+            const m = validateMessage(t, `${path}.turns[${i}]`, d.maxMessageBytes);
+            if (m.id === undefined || m.createdAt === undefined) invalid(`${path}.turns[${i}]`, 'needs its id and createdAt, as memory.export() writes them.');
+            return m;
+          });
+          const ids = new Set<string>();
+          for (const [i, m] of messages.entries()) {
+            if (ids.has(m.id!)) invalid(`${path}.turns[${i}].id`, `repeats message id ${describe(m.id)}.`);
+            ids.add(m.id!);
+          }
+          const hashes = await Promise.all(messages.map(contentHash));
+          // What is stored already must be the same messages, in the same order, as the start of the imported ones.
+          const stored = await allTurns(conversationId);
+          for (const [i, s] of stored.entries()) {
+            const m = messages[i];
+            if (!m || m.id !== s.id || hashes[i] !== s.contentHash) {
+              throw new PagewiseError('ID_CONFLICT', MODULE,
+                `Conversation ${describe(conversationId)} is stored with other messages than the import has (stored message ${i}: ${describe(s.id)}, imported: ${describe(m?.id)}); nothing was imported. Import it under another conversation id, or forget the stored one first.`,
+                { path: `${path}.turns[${i}]` });
+            }
+          }
+          report.skipped += stored.length;
+          const fresh = messages.slice(stored.length);
+          const base = stored.length === 0 ? await store.nextSeq(conversationId) : stored[stored.length - 1]!.seq + 1;
+          const turns: NewTurn[] = fresh.map((message, i) => {
+            const text = messageText(message);
+            const createdMs = Date.parse(message.createdAt!);
+            return { message, id: message.id!, text, contentHash: hashes[stored.length + i]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(text) };
+          });
+          if (turns.length > 0) {
+            statements.push(...store.appendStatements(conversationId, base, turns, key, now));
+            report.conversations.push(conversationId);
+            report.turns += turns.length;
+          }
+          const pins = conv.pins === undefined ? [] : conv.pins;
+          if (!Array.isArray(pins)) invalid(`${path}.pins`, `must be an array (got ${describe(pins)}).`);
+          for (const [i, p] of (pins as unknown[]).entries()) {
+            const pin = checkObject(p, `${path}.pins[${i}]`);
+            const id = checkId(pin.messageId, `${path}.pins[${i}].messageId`);
+            if (!ids.has(id)) invalid(`${path}.pins[${i}].messageId`, `names no message of the conversation (${describe(id)}).`);
+            const at = typeof pin.pinnedAt === 'string' && !Number.isNaN(Date.parse(pin.pinnedAt)) ? new Date(pin.pinnedAt).toISOString() : now;
+            statements.push({ sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [conversationId, id, at] });
+          }
+          if (conv.aliases !== undefined && !Array.isArray(conv.aliases)) invalid(`${path}.aliases`, `must be an array (got ${describe(conv.aliases)}).`);
+        }
+        const aliases: { alias: unknown; tag: unknown; scope?: { conversationId: string } }[] = [];
+        for (const [c, raw] of (o.conversations as Record<string, unknown>[]).entries()) {
+          for (const [i, a] of ((raw.aliases as unknown[] | undefined) ?? []).entries()) {
+            const alias = checkObject(a, `data.conversations[${c}].aliases[${i}]`);
+            aliases.push({ alias: alias.alias, tag: alias.tag, scope: { conversationId: raw.id as string } });
+          }
+        }
+        if (o.aliases !== undefined && !Array.isArray(o.aliases)) invalid('data.aliases', `must be an array (got ${describe(o.aliases)}).`);
+        for (const [i, a] of ((o.aliases as unknown[] | undefined) ?? []).entries()) {
+          const alias = checkObject(a, `data.aliases[${i}]`);
+          aliases.push({ alias: alias.alias, tag: alias.tag });
+        }
+        if (statements.length > 0) {
+          try {
+            await driver.batch(statements);
+          } finally {
+            for (const id of report.conversations) store.uncache(id);
+          }
+        }
+        // Manual aliases are the caller's records: added (checked) after the turns, each on its own; one already
+        // there is replaced by the same.
+        for (const a of aliases) await d.canonicalizer.add(a.alias as string, a.tag as string, a.scope, now);
+        for (const id of report.conversations) {
+          await d.index.indexNew(id, now);
+          d.rebuildLater(id);
+        }
+        return report;
+      });
+    },
+
+    /** The database file's bytes (a consistent copy: taken between operations). */
+    exportDatabase(): Promise<Uint8Array> {
+      return serial(async () => {
+        if (!driver.export) {
+          throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE, `The ${driver.name} storage cannot give its database's bytes; export the conversations with memory.export() instead.`);
+        }
+        return driver.export();
+      });
+    },
+  };
+}
+
+function exported(t: TurnRecord): ExportedTurn {
+  return {
+    id: t.id, role: t.role, ...(t.name !== null && t.name !== undefined ? { name: t.name } : {}), content: t.content,
+    ...(t.toolCalls ? { toolCalls: t.toolCalls } : {}), ...(t.toolCallId ? { toolCallId: t.toolCallId } : {}), createdAt: t.createdAt,
+  };
+}
+
+export type DataApi = ReturnType<typeof dataApi>;
