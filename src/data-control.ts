@@ -39,6 +39,7 @@ export interface ExportedTurn {
   toolCalls?: ChatMessage['toolCalls'];
   toolCallId?: string;
   createdAt: string;
+  private?: true;
 }
 
 export interface ExportedConversation {
@@ -380,6 +381,7 @@ function exported(t: TurnRecord): ExportedTurn {
   return {
     id: t.id, role: t.role, ...(t.name !== null && t.name !== undefined ? { name: t.name } : {}), content: t.content,
     ...(t.toolCalls ? { toolCalls: t.toolCalls } : {}), ...(t.toolCallId ? { toolCallId: t.toolCallId } : {}), createdAt: t.createdAt,
+    ...(t.private ? { private: true as const } : {}),
   };
 }
 

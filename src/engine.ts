@@ -207,7 +207,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         // question then discards it: a few milliseconds of the model's time, none of the request's).
         const embedding = semantic.query(text);
         const query = await analyzeQuery({ turns: store, tags: tagStore, index, canonicalizer, minTags: opts.minTags, maxTags: opts.maxTags },
-          conversationId, text, now, nowIso, async () => (await embedding).vector);
+          conversationId, text, now, nowIso, async () => (await embedding).vector, message.private === true);
         // Broad questions may use the whole window; temporal ones more memory within the target.
         const wide = query.intent.broad;
         semantic.touch(conversationId);

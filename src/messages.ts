@@ -147,6 +147,10 @@ export function validateMessage(value: unknown, path: string, maxBytes: number):
     msg.createdAt = new Date(parseIsoDate(value.createdAt, `${path}.createdAt`)).toISOString();
   }
   if (toolCalls && toolCalls.length > 0) msg.toolCalls = toolCalls;
+  if (value.private !== undefined) {
+    if (typeof value.private !== 'boolean') fail('INVALID_MESSAGE', `${path}.private`, `must be true or false (got ${describe(value.private)}).`);
+    if (value.private) msg.private = true;
+  }
   if (role === 'tool') {
     if (typeof value.toolCallId !== 'string' || value.toolCallId.length === 0) {
       fail('INVALID_TOOL_CALL', `${path}.toolCallId`, "a 'tool' message must carry the id of the call it answers in toolCallId.");

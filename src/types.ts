@@ -62,6 +62,11 @@ export interface ChatMessage {
   toolCalls?: ToolCall[];
   /** For `tool` messages: the id of the call this message answers. */
   toolCallId?: string;
+  /**
+   * Private: stored and recalled verbatim, but never sent to an LLM tagger or summarizer and never quoted in a
+   * summary (a summary of its stretch says a private message was left out).
+   */
+  private?: boolean;
 }
 
 /** A message as stored: verbatim, append-only, with the engine's bookkeeping. */
@@ -69,7 +74,7 @@ export interface StoredTurn {
   /** The caller's id when it gave one, else an id the engine made (`pw_…`). Unique within a conversation. */
   id: string;
   conversationId: string;
-  /** Position in the conversation, from 0, gap-free. */
+  /** Position in the conversation, from 0; gap-free unless messages were forgotten. */
   seq: number;
   role: Role;
   name?: string;
@@ -78,6 +83,8 @@ export interface StoredTurn {
   toolCallId?: string;
   /** ISO 8601 in UTC: the caller's `createdAt`, or the time of storage. */
   createdAt: string;
+  /** Stored as private (see ChatMessage.private). */
+  private?: true;
   /** The searchable text derived from the content (text parts joined, tool calls written out). */
   text: string;
   /** SHA-256 of the message's role, name, content and tool fields: the reconciliation key without an id. */

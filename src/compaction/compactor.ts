@@ -82,6 +82,14 @@ function newId(): string {
   return `sum_${crypto.randomUUID()}`;
 }
 
+/** What a summarizer is given in place of a private message's text. */
+export const PRIVATE_PLACEHOLDER = '(a private message, left out of summaries)';
+
+/** A turn as a summarizer sees it. A private one goes to no summarizer and into no summary: its place is marked. */
+function turnItem(t: TurnRecord): SummaryItem {
+  return { id: t.id, speaker: speaker(t), text: t.private ? PRIVATE_PLACEHOLDER : t.text, createdAt: t.createdAt };
+}
+
 /** The monitor, segmenter and compactor of seed 000, with seed 004's levels on the same summaries. */
 export function createCompactor(d: CompactorDeps) {
   const s = d.settings;
@@ -163,12 +171,12 @@ export function createCompactor(d: CompactorDeps) {
     const tokens = [...counts.values()].reduce((a, b) => a + b, 0);
     const request: SummaryRequest = {
       conversationId, kind: 'segment', level: 1,
-      items: inside.map((t) => ({ id: t.id, speaker: speaker(t), text: t.text, createdAt: t.createdAt })),
+      items: inside.map(turnItem),
       tags: seg.tags, relatedTags: related, instructions: instructions(seg.tags),
       targetTokens: target(tokens),
     };
-    if (before) request.before = `${speaker(before)}: ${before.text}`;
-    if (after) request.after = `${speaker(after)}: ${after.text}`;
+    if (before && !before.private) request.before = `${speaker(before)}: ${before.text}`;
+    if (after && !after.private) request.after = `${speaker(after)}: ${after.text}`;
     return { request, turns: inside, related };
   };
 
@@ -385,7 +393,7 @@ export function createCompactor(d: CompactorDeps) {
         if (signal.aborted) break;
         const items: SummaryItem[] = x.kind === 'segment'
           ? (await atomic(() => d.turns.range(conversationId, x.firstSeq, x.lastSeq - x.firstSeq + 1))).filter((t) => t.role !== 'system')
-            .map((t) => ({ id: t.id, speaker: speaker(t), text: t.text, createdAt: t.createdAt }))
+            .map(turnItem)
           : (await atomic(() => d.summaries.byIds(conversationId, x.sourceIds))).sort((a, b) => a.firstSeq - b.firstSeq)
             .map((y) => ({ id: y.id, speaker: 'summary', text: y.text, createdAt: y.createdAt }));
         const result = await summarize({

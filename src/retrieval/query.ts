@@ -40,14 +40,14 @@ export const MAX_POSTINGS = 4000;
 
 /** Tags, speakers, words and intent of a question, against what the conversation has stored. */
 export async function analyzeQuery(c: QueryContext, conversationId: string, text: string, nowMs: number, nowIso: string,
-  embedding?: () => Promise<Float32Array | null>): Promise<QueryAnalysis> {
+  embedding?: () => Promise<Float32Array | null>, privateText = false): Promise<QueryAnalysis> {
   const counts = await c.canonicalizer.counts(conversationId);
   // The most used tags, for the tagger's prompt (read in that order from the statistics' index).
   const vocabulary = (await c.tags.vocabulary(conversationId, 150)).map((t) => t.tag);
   const { result, failures } = await c.index.runChain({
     text, kind: 'query', conversationId, vocabulary, stored: counts, minTags: c.minTags, maxTags: c.maxTags,
     ...(embedding ? { embedding } : {}),
-  });
+  }, privateText);
   const intent = detectIntent(text, nowMs);
   // A span of time the conversation holds no turn in ("this weekend", ahead of every stored turn) points at nothing to
   // recall: the question is not temporal for retrieval, and gets no extra budget for it.

@@ -199,6 +199,10 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `DROP TABLE tag_aliases`,
     `ALTER TABLE tag_aliases_scoped RENAME TO tag_aliases`,
   ],
+  // 7: private messages (data-control issue): never sent to an LLM tagger or summarizer, never quoted in a summary.
+  [
+    `ALTER TABLE turns ADD COLUMN private INTEGER NOT NULL DEFAULT 0`,
+  ],
 ];
 
 /** The schema version this build writes. */

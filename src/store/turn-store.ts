@@ -33,9 +33,10 @@ interface TurnRow {
   created_ms: number;
   content_hash: string;
   text: string;
+  private: number;
 }
 
-const TURN_COLUMNS = 'rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, content_hash, text';
+const TURN_COLUMNS = 'rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, content_hash, text, private';
 
 function toRecord(r: TurnRow): TurnRecord {
   const turn: TurnRecord = {
@@ -53,6 +54,7 @@ function toRecord(r: TurnRow): TurnRecord {
   if (r.name !== null) turn.name = r.name;
   if (r.tool_calls !== null) turn.toolCalls = JSON.parse(r.tool_calls) as StoredTurn['toolCalls'];
   if (r.tool_call_id !== null) turn.toolCallId = r.tool_call_id;
+  if (Number(r.private) === 1) turn.private = true;
   return turn;
 }
 
@@ -269,10 +271,10 @@ function appendStatements(conversationId: string, base: number, turns: readonly 
     const m = t.message;
     const seq = base + i;
     statements.push({
-        sql: `INSERT INTO turns (conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text)
-              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        sql: `INSERT INTO turns (conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
-          m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text],
+          m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, m.private ? 1 : 0],
     }, {
       sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
       params: [conversationId, seq, t.text, m.name ?? ''],

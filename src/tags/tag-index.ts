@@ -8,7 +8,7 @@ export interface TagIndexOptions {
   turns: TurnStore;
   tags: TagStore;
   canonicalizer: Canonicalizer;
-  /** Tried in order; the last (keyword) never fails. */
+  /** Tried in order; the last is the keyword tagger (never fails; local: the only one a private text goes to). */
   taggers: readonly Tagger[];
   minTags: number;
   maxTags: number;
@@ -33,9 +33,10 @@ function group(turns: readonly TurnRecord[]): TurnRecord[][] {
 
 /** The turn tag index: tags every unit once its turns are stored, and tags questions for retrieval. */
 export function createTagIndex(o: TagIndexOptions) {
-  const runChain = async (request: TagRequest): Promise<{ result: TagResult; tagger: string; failures: string[] }> => {
+  /** Tags with the first tagger that succeeds; a private text only with the last (the local keyword tagger). */
+  const runChain = async (request: TagRequest, privateText = false): Promise<{ result: TagResult; tagger: string; failures: string[] }> => {
     const failures: string[] = [];
-    for (const tagger of o.taggers) {
+    for (const tagger of privateText ? o.taggers.slice(-1) : o.taggers) {
       try {
         return { result: await tagger.tag(request), tagger: tagger.name, failures };
       } catch (e) {
@@ -74,7 +75,7 @@ export function createTagIndex(o: TagIndexOptions) {
             const stored = await o.tags.termFrequencies(conversationId, ts);
             return new Map(ts.map((t) => [t, (stored.get(t) ?? 0) + (terms.get(t) ?? 0)]));
           } },
-        });
+        }, unit.some((t) => t.private));
         failures.push(...f);
         for (const t of fresh) for (const term of candidates(t.text).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
         turnTotal += fresh.length;

@@ -140,3 +140,38 @@ describe('LLM summaries and the usage ledger', () => {
     expect((await memory.costReport()).total.failures).toBeGreaterThan(0);
   });
 });
+
+describe('private messages', () => {
+  it('are stored and recalled verbatim, but reach no LLM tagger or summarizer and no summary', async () => {
+    const SECRET = 'Zanthrope';
+    fallback = ({ body }) => {
+      const prompt = JSON.stringify(body.messages);
+      if (prompt.includes('compress part of a conversation')) return { body: openaiReply(JSON.stringify({ summary: 'They talked about the garden.', tags: [], relatedTags: [] })) };
+      return { body: openaiReply('{"tags": ["garden"], "relatedTags": []}') };
+    };
+    memory = await createMemory({ contextWindow: 1500, reserveTokens: 300, llm: { baseUrl: `${base}/v1`, model: 'test-model' } });
+    const messages: ChatMessage[] = [];
+    for (let i = 0; i < 24; i++) {
+      const secret = i === 4;
+      messages.push(user(secret ? `My diagnosis code is ${SECRET}; keep it between us.` : `Garden question ${i}: when do I water the beans?`, secret ? { private: true, id: 'p1' } : {}),
+        assistant(`Water the beans in the morning (${i}).`));
+    }
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    await memory.compact('c');
+    await memory.flush();
+    expect(seen.length).toBeGreaterThan(0);
+    const prompts = seen.map((r) => JSON.stringify(r.body));
+    expect(prompts.some((p) => p.includes('compress part of a conversation') && p.includes('a private message, left out of summaries'))).toBe(true);
+    expect(prompts.filter((p) => p.includes(SECRET))).toEqual([]);
+    expect((await memory.summaries('c')).map((x) => x.text).join('\n')).not.toContain(SECRET);
+    const stored = (await memory.turns('c')).find((t) => t.id === 'p1')!;
+    expect(stored).toMatchObject({ private: true, content: `My diagnosis code is ${SECRET}; keep it between us.` });
+    // A private question is tagged locally too.
+    seen.length = 0;
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(`What was my diagnosis code, the ${SECRET} one?`, { private: true }) });
+    expect(seen.filter((r) => JSON.stringify(r.body).includes(SECRET))).toEqual([]);
+    expect(ctx.recallText).toContain(`My diagnosis code is ${SECRET}`);
+    expect((await memory.export('c')).conversations[0]!.turns.find((t) => t.id === 'p1')).toMatchObject({ private: true });
+    await expect(memory.onTurnComplete({ conversationId: 'c', messages: [user('x', { private: 'yes' } as never)] })).rejects.toMatchObject({ code: 'INVALID_MESSAGE' });
+  });
+});
