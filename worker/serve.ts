@@ -1,4 +1,4 @@
-import { expose } from 'comlink';
+import { type Remote, expose, wrap } from 'comlink';
 import { installErrorTransfer } from '../src/_comlink-errors.js';
 import { type Memory, createMemory } from '../src/engine.js';
 import { PagewiseError } from '../src/errors.js';
@@ -19,21 +19,61 @@ import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/wor
 export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
   installErrorTransfer();
   let memory: Memory | undefined;
+  // Another tab owns the OPFS database: calls go to it over a BroadcastChannel until this worker can own it.
+  let owner: Tab | undefined;
+  // This worker owns the database: it serves the other tabs' workers.
+  let serving: BroadcastChannel | undefined;
   const ready = (): Memory => {
-    if (!memory) throw new PagewiseError('ENGINE_CLOSED', 'worker', 'The worker has no open memory: call connect() first (or again after close()).');
-    return memory;
+    if (memory) return memory;
+    if (owner) return owner.memory;
+    throw new PagewiseError('ENGINE_CLOSED', 'worker', 'The worker has no open memory: call connect() first (or again after close()).');
   };
   const api: WorkerApi = {
     async open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']) {
-      if (memory) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
+      if (memory || owner) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
       const { storage, ...rest } = options ?? {};
+      const opfs = !overrides.storage && (storage?.vfs ?? 'opfs-sahpool') === 'opfs-sahpool';
+      const channelName = `pagewise-tabs:${storage?.directory ?? '.pagewise'}/${storage?.filename ?? 'pagewise.sqlite3'}`;
       // Callbacks are Comlink proxies: fire and forget (a page that went away must not stall the engine).
-      memory = await createMemory({
+      const make = () => createMemory({
         ...rest,
         storage: overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage }),
         ...(onEmbeddingProgress ? { onEmbeddingProgress: (p) => { void Promise.resolve(onEmbeddingProgress(p)).catch(() => undefined); } } : {}),
         ...(onModelProgress ? { onModelProgress: (p) => { void Promise.resolve(onModelProgress(p)).catch(() => undefined); } } : {}),
       });
+      const own = (m: Memory) => {
+        memory = m;
+        if (!opfs || typeof BroadcastChannel !== 'function') return;
+        serving = new BroadcastChannel(channelName);
+        expose(m, serving);
+      };
+      try {
+        own(await make());
+      } catch (error) {
+        const locks = (globalThis.navigator as Navigator | undefined)?.locks;
+        if (!opfs || !locks || typeof BroadcastChannel !== 'function' || (error as { code?: unknown }).code !== 'STORAGE_LOCKED') throw error;
+        // One tab owns an OPFS database at a time (opfs-sahpool): this one reaches it through the owner, and takes
+        // the database over when the owner goes (its lock is released when its memory closes or its tab does).
+        owner = follow(channelName);
+        const tab = owner;
+        void (async () => {
+          while (owner === tab) {
+            await locks.request(`pagewise:${storage?.directory ?? '.pagewise'}`, { signal: tab.stop.signal }, () => undefined).catch(() => undefined);
+            if (owner !== tab) return;
+            try {
+              const m = await make();
+              if (owner !== tab) { await m.close(); return; }
+              owner = undefined;
+              tab.gone();
+              own(m);
+              return;
+            } catch (cause) {
+              // Another waiting tab took it first: follow that one.
+              if ((cause as { code?: unknown }).code !== 'STORAGE_LOCKED') { owner = undefined; tab.gone(); return; }
+            }
+          }
+        })();
+      }
     },
     onMessageInbound: (input) => ready().onMessageInbound(input),
     onTurnComplete: (input) => ready().onTurnComplete(input),
@@ -64,8 +104,53 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
     async close() {
       const m = memory;
       memory = undefined;
+      serving?.close();
+      serving = undefined;
+      owner?.gone();
+      owner = undefined;
       await m?.close();
     },
   };
   expose(api);
+}
+
+/** The memory of the tab that owns the database, reached over a BroadcastChannel. */
+interface Tab {
+  memory: Memory;
+  stop: AbortController;
+  /** Ends this follower: pending calls fail with a typed error, the channel closes. */
+  gone(): void;
+}
+
+function follow(channelName: string): Tab {
+  const channel = new BroadcastChannel(channelName);
+  const remote = wrap<Memory>(channel);
+  const stop = new AbortController();
+  const pending = new Set<(error: Error) => void>();
+  // A call in flight when the owner goes would never be answered: it fails instead, and may be sent again.
+  const call = <T>(fn: () => Promise<T>): Promise<T> => new Promise<T>((resolve, reject) => {
+    if (stop.signal.aborted) { reject(ownerGone()); return; }
+    pending.add(reject);
+    fn().then(resolve, reject).finally(() => pending.delete(reject));
+  });
+  const r = remote as unknown as Remote<Memory> & { aliases: Remote<Memory['aliases']> };
+  const memory = new Proxy({} as Memory, {
+    get: (_, key: string) => key === 'aliases'
+      ? new Proxy({}, { get: (__, k: string) => (...args: unknown[]) => call(() => (r.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[k]!(...args)) })
+      : (...args: unknown[]) => call(() => (r as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[key]!(...args)),
+  });
+  return {
+    memory, stop,
+    gone() {
+      stop.abort();
+      for (const reject of pending) reject(ownerGone());
+      pending.clear();
+      // Not releaseProxy(): Comlink's release message would make the owner stop serving every tab.
+      channel.close();
+    },
+  };
+}
+
+function ownerGone(): PagewiseError {
+  return new PagewiseError('WORKER_FAILED', 'worker', 'The tab that owned the database closed while this call was under way; this tab takes the database over now. Send the call again.');
 }

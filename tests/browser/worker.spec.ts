@@ -68,27 +68,38 @@ test('errors keep their code and path across the worker boundary', async ({ page
   }
 });
 
-test('a second tab is refused with STORAGE_LOCKED until the first closes', async ({ page, context, external: _ }) => {
-  const directory = '.pagewise-test-lock';
+test('a second tab shares the first tab\'s database, and takes it over when the first closes', async ({ page, context, external: _ }) => {
+  const directory = '.pagewise-test-tabs';
   await openHarness(page);
   const first = harness(page);
   const other = await context.newPage();
   await openHarness(other);
   const second = harness(other);
+  const texts = async (h: ReturnType<typeof harness>) => ((await h.call('turns', 'c')).value as { text: string }[]).map((t) => t.text);
   try {
     expect(await first.open({ storage: { directory } })).toEqual({ value: true });
-    const refused = await second.open({ storage: { directory } });
-    expect(refused.error).toMatchObject({ name: 'PagewiseError', code: 'STORAGE_LOCKED' });
-    expect(refused.error!.message).toMatch(/another tab/);
-    expect((await second.open({ storage: { directory: `${directory}-other` } })).value).toBe(true);
-    await second.close();
-    await first.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'hello from tab one' }] });
-    await first.close();
+    // The second tab's worker cannot open the OPFS pool (one owner at a time): it reaches the first tab's.
     expect(await second.open({ storage: { directory } })).toEqual({ value: true });
-    expect(((await second.call('turns', 'c')).value as { text: string }[])[0]!.text).toBe('hello from tab one');
+    await first.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'hello from tab one' }] });
+    expect((await second.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'hello from tab two' }] })).error).toBeUndefined();
+    expect(await texts(first)).toEqual(['hello from tab one', 'hello from tab two']);
+    expect(await texts(second)).toEqual(['hello from tab one', 'hello from tab two']);
+    // Errors keep their code across both hops.
+    expect((await second.call('turns', 'nope')).error).toMatchObject({ name: 'PagewiseError', code: 'CONVERSATION_NOT_FOUND' });
+    // The owner goes; the second tab takes the database over and has everything.
+    await first.close();
+    await expect.poll(async () => (await second.call('turns', 'c')).value, { timeout: 10_000 }).toEqual(expect.arrayContaining([expect.objectContaining({ text: 'hello from tab two' })]));
+    await second.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'tab two owns it now' }] });
+    // And the first tab, opened again, now reaches the second.
+    expect(await first.open({ storage: { directory } })).toEqual({ value: true });
+    expect(await texts(first)).toEqual(['hello from tab one', 'hello from tab two', 'tab two owns it now']);
+    // The owning tab is closed outright (no close() call): its lock goes with it, and the first tab takes over.
+    await other.close();
+    await expect.poll(async () => (await first.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'tab one again' }] })).error, { timeout: 10_000 }).toBeUndefined();
+    expect(await texts(first)).toEqual(['hello from tab one', 'hello from tab two', 'tab two owns it now', 'tab one again']);
   } finally {
     await first.close();
-    await second.close();
-    await second.wipe([directory, `${directory}-other`]);
+    if (!other.isClosed()) await second.close();
+    await first.wipe([directory]);
   }
 });
