@@ -100,6 +100,39 @@ async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: str
   }
 }
 
+// What the quota probe writes: the most a transaction of pagewise's usually grows the database by.
+const PROBE_BYTES = 256 * 1024;
+
+/**
+ * A failed OPFS write is STORAGE_FULL when the origin has no room left: the access handle's write threw
+ * QuotaExceededError, which the VFS reports as a plain I/O error. Told apart by writing a probe file of the size a
+ * transaction needs (the quota is enforced on writes; `estimate()` may not show an enterprise or emulated limit).
+ */
+async function quotaCheck(error: PagewiseError): Promise<PagewiseError> {
+  const storage = (globalThis.navigator as Navigator | undefined)?.storage;
+  if (!storage?.getDirectory) return error;
+  const name = '.pagewise-quota-probe';
+  let full = false;
+  try {
+    const root = await storage.getDirectory();
+    try {
+      const writable = await (await root.getFileHandle(name, { create: true })).createWritable();
+      await writable.write(new Uint8Array(PROBE_BYTES));
+      await writable.close();
+    } finally {
+      await root.removeEntry(name).catch(() => undefined);
+    }
+  } catch (probe) {
+    full = (probe as { name?: unknown })?.name === 'QuotaExceededError';
+  }
+  if (!full) return error;
+  const estimate = await storage.estimate?.().catch(() => undefined);
+  const used = estimate?.usage === undefined ? '' : ` (${(estimate.usage / 1e6).toFixed(1)} MB used)`;
+  return new PagewiseError('STORAGE_FULL', MODULE,
+    `The browser's storage quota for this site is used up${used}; the write was rolled back. Free space (memory.forget(), or other data of this site), or ask for persistent storage with navigator.storage.persist().`,
+    { cause: error });
+}
+
 function wrapError(cause: unknown, sql: string): PagewiseError {
   if (cause instanceof PagewiseError) return cause;
   const text = String((cause as Error)?.message ?? cause);
@@ -146,7 +179,7 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
       onClose = () => { opened.pool.pauseVfs(); opened.release(); };
     }
     db.exec('PRAGMA foreign_keys = ON');
-    return createSqliteDriver(sqlite3, db, `sqlite-wasm:${vfs}`, onClose);
+    return createSqliteDriver(sqlite3, db, `sqlite-wasm:${vfs}`, onClose, vfs === 'opfs-sahpool' ? quotaCheck : undefined);
   };
 }
 
@@ -168,7 +201,8 @@ interface RawColumnApi {
 const STATEMENT_CACHE = 128;
 
 /** Wraps an open oo1 database as a StorageDriver. */
-export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: string, onClose: () => void = () => {}): StorageDriver {
+export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: string, onClose: () => void = () => {},
+  classify?: (error: PagewiseError) => Promise<PagewiseError>): StorageDriver {
   let closed = false;
   // Rows are read through the raw WebAssembly exports: oo1's row objects cost 5×, the wrapped C API 2×.
   const raw = sqlite3.wasm.exports as unknown as RawColumnApi;
@@ -244,7 +278,7 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
       }
       return rows as T[];
     },
-    batch(list: readonly Statement[]): void {
+    batch(list: readonly Statement[]): void | Promise<void> {
       ensureOpen();
       if (list.length === 0) return;
       db.exec('BEGIN IMMEDIATE');
@@ -257,7 +291,10 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
         db.exec('COMMIT');
       } catch (cause) {
         try { db.exec('ROLLBACK'); } catch { /* the transaction may already be gone */ }
-        throw wrapError(cause, current);
+        const error = wrapError(cause, current);
+        // An I/O error on OPFS may be the origin's quota: told apart by asking the browser (asynchronously).
+        if (classify && /SQLITE_(IOERR|FULL)/.test(error.message)) return classify(error).then((e) => { throw e; });
+        throw error;
       }
     },
     export(): Uint8Array {

@@ -10,6 +10,7 @@ export function harness(page: Page) {
     progress: () => page.evaluate(() => (globalThis as any).harness.progress()) as Promise<Array<Record<string, unknown>>>,
     close: () => page.evaluate(() => (globalThis as any).harness.close()) as Promise<Outcome>,
     wipe: (dirs: string[]) => page.evaluate((d) => (globalThis as any).harness.wipe(d), dirs),
+    opfsHolds: (directory: string, word: string) => page.evaluate(([d, w]) => (globalThis as any).harness.opfsHolds(d, w), [directory, word] as const) as Promise<{ found: boolean; bytes: number }>,
     opfsEntries: () => page.evaluate(() => (globalThis as any).harness.opfsEntries()) as Promise<string[]>,
     conformance: () => page.evaluate(() => (globalThis as any).harness.conformance()) as Promise<{ driver: string; results: { name: string; ok: boolean; error?: string }[] }>,
   };

@@ -103,3 +103,64 @@ test('a second tab shares the first tab\'s database, and takes it over when the 
     await first.wipe([directory]);
   }
 });
+
+test('a full origin quota is a typed error, nothing half-written, and the call can be sent again', async ({ page, external: _ }) => {
+  const directory = '.pagewise-test-quota';
+  await openHarness(page);
+  const h = harness(page);
+  const cdp = await page.context().newCDPSession(page);
+  const origin = new URL(page.url()).origin;
+  // ~60 KB a message, each word different so the full-text index grows with it.
+  const message = (i: number) => ({ role: 'user', id: `m${i}`, content: Array.from({ length: 6_000 }, (_, k) => `w${i}x${k}`).join(' ') });
+  try {
+    expect(await h.open({ storage: { directory }, embedder: false, compaction: false })).toEqual({ value: true });
+    expect((await h.call('onTurnComplete', { conversationId: 'q', messages: [message(0)] })).error).toBeUndefined();
+    const { usage } = await page.evaluate(() => navigator.storage.estimate()) as { usage: number };
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 3 * 1024 * 1024 });
+    let sent = 1;
+    let error: { code?: string; message: string } | undefined;
+    for (; sent < 200 && !error; sent++) error = (await h.call('onTurnComplete', { conversationId: 'q', messages: [message(sent)] })).error;
+    console.log(`quota: ${sent - 1} messages accepted, then ${error?.code}: ${error?.message}`);
+    expect(sent).toBeGreaterThan(3);
+    expect(error, 'the quota was never reached').toBeDefined();
+    expect(error).toMatchObject({ code: 'STORAGE_FULL' });
+    expect(error!.message).toMatch(/quota/);
+    // Room again: the failed call, sent again, stores its message once; every stored message is whole.
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin });
+    expect((await h.call('onTurnComplete', { conversationId: 'q', messages: [message(sent - 1)] })).error).toBeUndefined();
+    const turns = (await h.call('turns', 'q')).value as { id: string; content: string }[];
+    expect(turns.map((t) => t.id)).toEqual(Array.from({ length: sent }, (_, i) => `m${i}`));
+    for (const t of turns) expect(t.content).toBe(message(Number(t.id.slice(1))).content);
+  } finally {
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin }).catch(() => undefined);
+    await h.close();
+    await h.wipe([directory]);
+  }
+});
+
+test('forget leaves no byte of the forgotten words in the OPFS files', async ({ page, external: _ }) => {
+  const directory = '.pagewise-test-forget';
+  const SECRET = 'Quorvex';
+  await openHarness(page);
+  const h = harness(page);
+  try {
+    expect(await h.open({ storage: { directory }, embedder: false, contextWindow: 1500, reserveTokens: 300 })).toEqual({ value: true });
+    const messages = Array.from({ length: 60 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', id: `m${i}`,
+      content: i === 10 || i === 11 ? `The vault word is ${SECRET}, ${SECRET} again.` : `Garden note ${i}: water the beans and check the leaves.` }));
+    await h.call('onTurnComplete', { conversationId: 'c', messages });
+    await h.call('compact', 'c');
+    await h.close();
+    // The control: the word is in the files before it is forgotten.
+    expect((await h.opfsHolds(directory, SECRET)).found).toBe(true);
+    expect(await h.open({ storage: { directory }, embedder: false, contextWindow: 1500, reserveTokens: 300 })).toEqual({ value: true });
+    expect((await h.call('forget', { conversationId: 'c', messageIds: ['m10', 'm11'] })).value).toMatchObject({ messageIds: ['m10', 'm11'] });
+    await h.close();
+    const after = await h.opfsHolds(directory, SECRET);
+    console.log(`forget on OPFS: ${after.bytes} bytes scanned, word found: ${after.found}`);
+    expect(after.bytes).toBeGreaterThan(0);
+    expect(after.found).toBe(false);
+  } finally {
+    await h.close();
+    await h.wipe([directory]);
+  }
+});

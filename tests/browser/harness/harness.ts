@@ -56,6 +56,26 @@ const harness = {
     for (const d of directories) await root.removeEntry(d, { recursive: true }).catch(() => undefined);
     return true;
   },
+  /** Whether any file under an OPFS directory holds `word` (any case) in its bytes, and how many bytes were read. */
+  opfsHolds: async (directory: string, word: string) => {
+    const root = await navigator.storage.getDirectory();
+    const needle = word.toLowerCase();
+    let bytes = 0;
+    let found = false;
+    const walk = async (dir: FileSystemDirectoryHandle): Promise<void> => {
+      for await (const [, handle] of (dir as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }).entries()) {
+        if (handle.kind === 'directory') { await walk(handle as FileSystemDirectoryHandle); continue; }
+        const data = new Uint8Array(await (await (handle as FileSystemFileHandle).getFile()).arrayBuffer());
+        bytes += data.length;
+        // Latin-1 keeps every byte as one character: an ASCII word is found wherever its bytes are.
+        let text = '';
+        for (let i = 0; i < data.length; i += 65_536) text += String.fromCharCode(...data.subarray(i, i + 65_536));
+        if (text.toLowerCase().includes(needle)) found = true;
+      }
+    };
+    await walk(await root.getDirectoryHandle(directory));
+    return { found, bytes };
+  },
   /** Names at the OPFS root, to check that fixtures left nothing behind. */
   opfsEntries: async () => {
     const root = await navigator.storage.getDirectory() as FileSystemDirectoryHandle & { keys(): AsyncIterable<string> };
