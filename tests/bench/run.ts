@@ -10,6 +10,10 @@ import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/messages.js';
 import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
+import { fileStorage } from '../../src/storage/node-file.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createTurnStore } from '../../src/store/turn-store.js';
 import { messageTokens } from '../../src/tokens/chat-format.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
@@ -37,6 +41,11 @@ const options: MemoryOptions = {
   embedder, ...(args.get('hint') === 'off' ? { topicsHint: false } : {}), ...(args.has('tagger') ? { tagger: args.get('tagger') as 'embedding' } : {}), ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
 };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
+
+// --storage=file: each conversation in a database file (fileStorage, every commit synced) instead of in memory.
+const benchDir = args.get('storage') === 'file' ? mkdtempSync(join(tmpdir(), 'pagewise-bench-')) : null;
+if (benchDir) process.on('exit', () => rmSync(benchDir, { recursive: true, force: true }));
+const openDriver = (name: string) => (benchDir ? fileStorage(join(benchDir, `${name.replace(/[^\w-]/g, '_')}.sqlite3`))() : sqliteWasm()());
 
 async function timed<T>(list: number[], fn: () => Promise<T>): Promise<T> {
   const t = performance.now();
@@ -78,7 +87,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
   const inbound: number[] = [];
   const complete: number[] = [];
   for (const conv of conversations) {
-    const driver = await sqliteWasm()();
+    const driver = await openDriver(conv.id);
     const memory = await createMemory({ ...opts, storage: driver });
     const store = createTurnStore(driver);
     for (const batch of conv.batches) {
@@ -124,7 +133,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
     await memory.close();
   }
   const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
-  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : embedderName} (baselines at pagewise's token count)`,
+  table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : embedderName}, storage ${benchDir ? 'fileStorage' : 'in memory'} (baselines at pagewise's token count)`,
     ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
   const order = ['prefix', 'topics', 'summary', 'recall', 'recall+neighbours', 'history', 'recent', 'message'];
   console.log(`tokens per question, mean (in blocks holding an evidence turn): ${[...spent].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]))
