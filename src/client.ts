@@ -1,8 +1,8 @@
 import { type Remote, proxy, releaseProxy, wrap } from 'comlink';
 import { installErrorTransfer } from './_comlink-errors.js';
 import type { Memory } from './engine.js';
-import type { AliasApi } from './tags/tag-canonicalizer.js';
 import { PagewiseError } from './errors.js';
+import { forwardMemory, invokeMemory } from './memory-methods.js';
 import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './worker-protocol.js';
 
 export type { WorkerMemoryOptions, WorkerStorageOptions } from './worker-protocol.js';
@@ -63,33 +63,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
       throw new PagewiseError('INVALID_ARGUMENT', 'client', `An argument cannot be sent to the worker (${(error as Error).message}): pass plain data — strings, numbers, arrays and plain objects, no functions or symbols.`, { cause: error });
     });
   return {
-    onMessageInbound: (input) => open(() => remote.onMessageInbound(input)),
-    onTurnComplete: (input) => open(() => remote.onTurnComplete(input)),
-    conversations: () => open(() => remote.conversations()),
-    turns: (conversationId, range) => open(() => remote.turns(conversationId, range)),
-    tags: (conversationId) => open(() => remote.tags(conversationId)),
-    // Comlink reaches nested members by path; its types see the property itself as a promise.
-    aliases: {
-      add: (alias, tag, scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).add(alias, tag, scope)),
-      remove: (alias, scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).remove(alias, scope)),
-      list: (scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).list(scope)),
-      suggest: (limit, scope) => open(() => (remote.aliases as unknown as Remote<AliasApi>).suggest(limit, scope)),
-    },
-    compact: (conversationId) => open(() => remote.compact(conversationId)),
-    flush: () => open(() => remote.flush()),
-    summaries: (conversationId, filter) => open(() => remote.summaries(conversationId, filter)),
-    regenerateSummaries: (conversationId, options) => open(() => remote.regenerateSummaries(conversationId, options)),
-    pin: (conversationId, messageId) => open(() => remote.pin(conversationId, messageId)),
-    unpin: (conversationId, messageId) => open(() => remote.unpin(conversationId, messageId)),
-    pins: (conversationId) => open(() => remote.pins(conversationId)),
-    tools: () => open(() => remote.tools()),
-    callTool: (name, args, context) => open(() => remote.callTool(name, args, context)),
-    costReport: (conversationId) => open(() => remote.costReport(conversationId)),
-    embeddingStatus: (conversationId) => open(() => remote.embeddingStatus(conversationId)),
-    forget: (input) => open(() => remote.forget(input)),
-    export: (conversationId) => open(() => remote.export(conversationId)),
-    import: (data) => open(() => remote.import(data)),
-    exportDatabase: () => open(() => remote.exportDatabase()),
+    ...forwardMemory((path, args) => open(() => invokeMemory(remote, path, args))),
     async close() {
       if (closed) return;
       closed = true;

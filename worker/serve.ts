@@ -1,8 +1,9 @@
-import { type Remote, expose, wrap } from 'comlink';
+import { expose, wrap } from 'comlink';
 import { installErrorTransfer } from '../src/_comlink-errors.js';
 import { type Memory, createMemory } from '../src/engine.js';
 import { PagewiseError } from '../src/errors.js';
 import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
+import { forwardMemory, invokeMemory } from '../src/memory-methods.js';
 import type { StorageOption } from '../src/types.js';
 import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/worker-protocol.js';
 
@@ -75,32 +76,7 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
         })();
       }
     },
-    onMessageInbound: (input) => ready().onMessageInbound(input),
-    onTurnComplete: (input) => ready().onTurnComplete(input),
-    conversations: () => ready().conversations(),
-    turns: (conversationId, range) => ready().turns(conversationId, range),
-    tags: (conversationId) => ready().tags(conversationId),
-    aliases: {
-      add: (alias, tag, scope) => ready().aliases.add(alias, tag, scope),
-      remove: (alias, scope) => ready().aliases.remove(alias, scope),
-      list: (scope) => ready().aliases.list(scope),
-      suggest: (limit, scope) => ready().aliases.suggest(limit, scope),
-    },
-    compact: (conversationId) => ready().compact(conversationId),
-    flush: () => ready().flush(),
-    summaries: (conversationId, filter) => ready().summaries(conversationId, filter),
-    regenerateSummaries: (conversationId, options) => ready().regenerateSummaries(conversationId, options),
-    pin: (conversationId, messageId) => ready().pin(conversationId, messageId),
-    unpin: (conversationId, messageId) => ready().unpin(conversationId, messageId),
-    pins: (conversationId) => ready().pins(conversationId),
-    tools: () => ready().tools(),
-    callTool: (name, args, context) => ready().callTool(name, args, context),
-    costReport: (conversationId) => ready().costReport(conversationId),
-    embeddingStatus: (conversationId) => ready().embeddingStatus(conversationId),
-    forget: (input) => ready().forget(input),
-    export: (conversationId) => ready().export(conversationId),
-    import: (data) => ready().import(data),
-    exportDatabase: () => ready().exportDatabase(),
+    ...forwardMemory((path, args) => invokeMemory(ready(), path, args)),
     async close() {
       const m = memory;
       memory = undefined;
@@ -133,12 +109,7 @@ function follow(channelName: string): Tab {
     pending.add(reject);
     fn().then(resolve, reject).finally(() => pending.delete(reject));
   });
-  const r = remote as unknown as Remote<Memory> & { aliases: Remote<Memory['aliases']> };
-  const memory = new Proxy({} as Memory, {
-    get: (_, key: string) => key === 'aliases'
-      ? new Proxy({}, { get: (__, k: string) => (...args: unknown[]) => call(() => (r.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[k]!(...args)) })
-      : (...args: unknown[]) => call(() => (r as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[key]!(...args)),
-  });
+  const memory = { ...forwardMemory((path, args) => call(() => invokeMemory(remote, path, args))), close: () => Promise.resolve() } as Memory;
   return {
     memory, stop,
     gone() {
