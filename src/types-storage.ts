@@ -23,6 +23,11 @@ export interface Statement {
 export interface StorageDriver {
   /** A short name for messages and the manifest (`sqlite-wasm:memory`, `sqlite-wasm:opfs-sahpool`). */
   readonly name: string;
+  /**
+   * Integers beyond 2^53 come back as the nearest double (Durable Object SQL returns numbers). pagewise stores none
+   * (seqs, counts, milliseconds); other drivers return them exactly.
+   */
+  readonly roundsLargeIntegers?: boolean;
   /** Run one read statement and return its rows. */
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): MaybePromise<T[]>;
   /** Run statements atomically: all of them or, on any error, none (one transaction). */

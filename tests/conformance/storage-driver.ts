@@ -33,7 +33,10 @@ export const storageDriverCases: DriverCase[] = [
       const big = 9223372036854775807n;
       await d.batch([{ sql: 'INSERT INTO v (i) VALUES (?)', params: [big] }]);
       const back = (await d.query('SELECT i FROM v WHERE i > ?', [9007199254740991]))[0]!.i;
-      equal(String(back), String(big), 'integer beyond 2^53 is exact');
+      // A driver that says so (Durable Object SQL) gives the nearest double; the stored value is still exact.
+      if (d.roundsLargeIntegers) equal(back, Number(big), 'integer beyond 2^53, as the nearest double');
+      else equal(String(back), String(big), 'integer beyond 2^53 is exact');
+      equal(String((await d.query('SELECT CAST(i AS TEXT) AS t FROM v WHERE i > ?', [9007199254740991]))[0]!.t), String(big), 'stored exactly');
     },
   },
   {
