@@ -1,11 +1,18 @@
 // The Worker that the edge tests run in real workerd (bundled by tests/node/edge.test.ts with esbuild, served by
-// Miniflare): a Durable Object class that runs the storage conformance suite and the engine on its own SQLite.
+// Miniflare): the storage conformance suite on Durable Object SQL, and the engine in PagewiseMemory objects.
 import { DurableObject } from 'cloudflare:workers';
 import { storageDriverCases } from '../conformance/storage-driver.js';
+import { PagewiseMemory, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
 import { durableObjectSql } from '../../src/storage/durable-object.js';
 
+interface Namespace<T> extends MemoryNamespaceLike {
+  get(id: never): T;
+}
+
 interface Env {
-  TEST: DurableObjectNamespace<TestObject>;
+  TEST: Namespace<TestObject>;
+  MEMORY: MemoryNamespaceLike;
+  USER_MEMORY: MemoryNamespaceLike;
 }
 
 export class TestObject extends DurableObject<Env> {
@@ -20,15 +27,61 @@ export class TestObject extends DurableObject<Env> {
   }
 }
 
+// A local double of the Workers AI binding: a bag-of-words vector per text (the binding's shape, not its model).
+const fakeAi = {
+  calls: 0,
+  async run(_model: string, input: { text: string[] }) {
+    fakeAi.calls++;
+    return { data: input.text.map((t) => {
+      const v = new Array<number>(64).fill(0);
+      for (const w of t.toLowerCase().match(/[a-z]+/g) ?? []) v[[...w].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 64, 7)]! += 1;
+      return v;
+    }) };
+  },
+};
+
+/** One conversation per object (the default scope), a small window so that recall is needed. */
+export class Memory extends PagewiseMemory<Env> {
+  override options(): PagewiseMemoryOptions {
+    return { contextWindow: 1500, reserveTokens: 300, embedder: workersAiEmbedder(fakeAi, { dimensions: 64 }) };
+  }
+}
+
+/** One object per user, any number of conversations. */
+export class UserMemory extends PagewiseMemory<Env> {
+  override options(): PagewiseMemoryOptions {
+    return { scope: 'user', contextWindow: 1500, reserveTokens: 300 };
+  }
+}
+
+async function json(f: () => Promise<unknown>): Promise<Response> {
+  try {
+    return Response.json({ value: await f() });
+  } catch (e) {
+    const err = e as { name?: string; code?: string; path?: string; message?: string };
+    return Response.json({ error: { name: err.name, code: err.code, path: err.path, message: err.message } });
+  }
+}
+
 export default {
   async fetch(request: Request, env: Env): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname === '/conformance') {
       const results = [];
       // Each case gets a fresh, empty database: its own object.
-      for (let i = 0; i < storageDriverCases.length; i++) results.push(await env.TEST.get(env.TEST.idFromName(`conformance-${i}`)).conformance(i));
+      for (let i = 0; i < storageDriverCases.length; i++) results.push(await env.TEST.get(env.TEST.idFromName(`conformance-${i}`) as never).conformance(i));
       return Response.json(results);
     }
+    // POST /call/:namespace/:object/:method  body: the arguments (JSON array). Aliases: method "aliases.add".
+    const m = /^\/call\/(memory|user)\/([^/]+)\/([\w.]+)$/.exec(url.pathname);
+    if (m && request.method === 'POST') {
+      const memory = memoryStub(m[1] === 'user' ? env.USER_MEMORY : env.MEMORY, decodeURIComponent(m[2]!));
+      const args = await request.json() as unknown[];
+      const [head, tail] = m[3]!.split('.');
+      return json(() => (tail ? (memory.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[tail]!(...args)
+        : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[head!]!(...args)));
+    }
+    if (url.pathname === '/ai-calls') return Response.json(fakeAi.calls);
     return new Response('not found', { status: 404 });
   },
 };

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
@@ -9,20 +9,33 @@ import { storageDriverCases } from '../conformance/storage-driver.js';
 // Real workerd (Miniflare 4 drives the workerd binary): the test Worker is bundled as one ES module.
 let mf: Miniflare;
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-edge-'));
+let script = '';
+
+const start = async () => {
+  mf = new Miniflare({
+    // The bundle as one module given whole: Miniflare does not follow its dynamic imports (models, sqlite-wasm), which
+    // the edge never takes.
+    modulesRoot: dir, modules: [{ type: 'ESModule', path: script, contents: readFileSync(script, 'utf8') }], compatibilityDate: '2025-09-01',
+    durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true } },
+    durableObjectsPersist: join(dir, 'do'),
+  });
+  await mf.ready;
+};
+
+type Outcome = { value?: unknown; error?: { name?: string; code?: string; path?: string; message?: string } };
+const call = async (object: string, method: string, ...args: unknown[]): Promise<Outcome> =>
+  (await mf.dispatchFetch(`http://edge.test/call/memory/${encodeURIComponent(object)}/${method}`, { method: 'POST', body: JSON.stringify(args) })).json() as Promise<Outcome>;
+const callUser = async (object: string, method: string, ...args: unknown[]): Promise<Outcome> =>
+  (await mf.dispatchFetch(`http://edge.test/call/user/${encodeURIComponent(object)}/${method}`, { method: 'POST', body: JSON.stringify(args) })).json() as Promise<Outcome>;
 
 beforeAll(async () => {
   const out = await build({
     entryPoints: [resolve(import.meta.dirname, '../edge/test-worker.ts')], bundle: true, format: 'esm', platform: 'neutral',
     target: 'es2022', write: false, external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'],
   });
-  const script = join(dir, 'worker.mjs');
+  script = join(dir, 'worker.mjs');
   writeFileSync(script, out.outputFiles[0]!.text);
-  mf = new Miniflare({
-    modules: true, modulesRoot: dir, scriptPath: script, compatibilityDate: '2025-09-01',
-    durableObjects: { TEST: { className: 'TestObject', useSQLite: true } },
-    durableObjectsPersist: join(dir, 'do'),
-  });
-  await mf.ready;
+  await start();
 }, 120_000);
 
 afterAll(async () => {
@@ -35,5 +48,48 @@ describe('Durable Object SQL in workerd', () => {
     const results = await (await mf.dispatchFetch('http://edge.test/conformance')).json() as { name: string; ok: boolean; error?: string }[];
     expect(results.map((r) => r.name)).toEqual(storageDriverCases.map((c) => c.name));
     for (const r of results) expect(r, r.name).toEqual({ name: r.name, ok: true });
+  });
+});
+
+describe('PagewiseMemory: the engine in a Durable Object, over Workers RPC', () => {
+  const turn = (i: number) => [
+    { role: 'user', id: `u${i}`, content: i === 3 ? 'The staging database password rotates every Friday at noon.' : `Garden question ${i}: when should I water the beans, and how much, given the clay soil and the heat this week?` },
+    { role: 'assistant', id: `a${i}`, content: i === 3 ? 'Noted: staging rotates on Fridays at noon.' : `Water the beans early in the morning (${i}), deeply rather than often, and mulch the clay so it keeps the water.` },
+  ];
+
+  it('stores, recalls, embeds through the Workers AI binding, and keeps its memory across a restart', async () => {
+    for (let i = 0; i < 40; i++) expect((await call('c1', 'onTurnComplete', { conversationId: 'c1', messages: turn(i) })).error).toBeUndefined();
+    const ctx = (await call('c1', 'onMessageInbound', { conversationId: 'c1', message: { role: 'user', content: 'When does the staging password rotate?' } })).value as { recallText: string; manifest: { kind: string }[] };
+    expect(ctx.recallText).toContain('rotates every Friday at noon');
+    await call('c1', 'flush');
+    expect((await call('c1', 'embeddingStatus', 'c1')).value).toMatchObject({ embedded: expect.any(Number) });
+    expect(await (await mf.dispatchFetch('http://edge.test/ai-calls')).json()).toBeGreaterThan(0);
+    // A restart of workerd: the object comes back from its SQLite.
+    await mf.dispose();
+    await start();
+    expect(((await call('c1', 'turns', 'c1')).value as unknown[]).length).toBe(80);
+    const again = (await call('c1', 'onMessageInbound', { conversationId: 'c1', message: { role: 'user', content: 'When does the staging password rotate?' } })).value as { recallText: string };
+    expect(again.recallText).toContain('rotates every Friday at noon');
+  });
+
+  it('a conversation\'s object answers for it only; errors keep their code across RPC', async () => {
+    await call('c2', 'onTurnComplete', { conversationId: 'c2', messages: turn(1) });
+    expect((await call('c2', 'turns', 'c1')).error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_CONVERSATION_ID' });
+    expect((await call('c2', 'turns', 'nope')).error).toMatchObject({ code: 'INVALID_CONVERSATION_ID' });
+    expect(((await call('c2', 'conversations')).value as { id: string }[]).map((c) => c.id)).toEqual(['c2']);
+    // No route into another conversation's turns: an import naming another conversation is refused too.
+    const data = { format: 'pagewise', version: 1, exportedAt: '2026-01-01T00:00:00Z', aliases: [], conversations: [{ id: 'c1', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', pins: [], aliases: [], turns: [{ id: 'x', role: 'user', content: 'planted', createdAt: '2026-01-01T00:00:00Z' }] }] };
+    expect((await call('c2', 'import', data)).error).toMatchObject({ code: 'INVALID_CONVERSATION_ID' });
+    expect(((await call('c1', 'turns', 'c1')).value as { id: string }[]).map((t) => t.id)).not.toContain('x');
+    expect((await call('c3', 'onTurnComplete', { conversationId: 'c3', messages: [{ role: 'bogus', content: 'x' }] })).error).toMatchObject({ code: 'INVALID_ROLE', path: 'messages[0].role' });
+    const added = await call('c2', 'aliases.add', 'veg', 'garden', { conversationId: 'c2' });
+    expect(added.value, JSON.stringify(added)).toMatchObject({ alias: 'veg', tag: 'garden' });
+  });
+
+  it('per user: one object, several conversations', async () => {
+    await callUser('ana', 'onTurnComplete', { conversationId: 'ana/1', messages: turn(1) });
+    await callUser('ana', 'onTurnComplete', { conversationId: 'ana/2', messages: turn(2) });
+    expect(((await callUser('ana', 'conversations')).value as { id: string }[]).map((c) => c.id).sort()).toEqual(['ana/1', 'ana/2']);
+    expect(((await callUser('bob', 'conversations')).value as unknown[])).toEqual([]);
   });
 });

@@ -1,0 +1,166 @@
+// pagewise/edge: the engine in Cloudflare Workers and Durable Objects. One Durable Object per conversation (or per
+// user) keeps that memory on its own SQLite, next to its compute; no shared database.
+import { DurableObject, RpcTarget } from 'cloudflare:workers';
+import { type Memory, createMemory } from './engine.js';
+import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './errors.js';
+import { validateConversationId } from './messages.js';
+import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from './memory-methods.js';
+import { durableObjectSql } from './storage/durable-object.js';
+import type { Embedder, MemoryOptions } from './types.js';
+
+export { durableObjectSql, type DurableObjectStorageLike } from './storage/durable-object.js';
+export { createMemory, type Memory } from './engine.js';
+export { PagewiseError, isPagewiseError } from './errors.js';
+
+/** What a Workers AI binding offers (`env.AI`), structurally. */
+export interface WorkersAiLike {
+  run(model: string, input: { text: string[]; pooling?: 'cls' | 'mean' }): Promise<{ data: number[][] }>;
+}
+
+/**
+ * An embedder on the Workers AI binding. The default model, bge-small-en-v1.5 with CLS pooling, gives the vectors the
+ * browser's bge-small-en-v1.5 gives (the ONNX runtime's wasm is over the Workers size limit).
+ */
+export function workersAiEmbedder(ai: WorkersAiLike, options: { model?: string; dimensions?: number } = {}): Embedder {
+  if (typeof ai?.run !== 'function') throw new PagewiseError('INVALID_OPTIONS', 'edge', 'workersAiEmbedder needs the Workers AI binding (env.AI: add "ai": { "binding": "AI" } to wrangler.jsonc).');
+  const model = options.model ?? '@cf/baai/bge-small-en-v1.5';
+  return {
+    modelId: `workers-ai:${model}`, dimensions: options.dimensions ?? 384, maxBatchSize: 32, threshold: 0.5,
+    async embed(texts) {
+      const out = await ai.run(model, { text: [...texts], pooling: 'cls' });
+      if (!Array.isArray(out?.data) || out.data.length !== texts.length) {
+        throw new PagewiseError('EMBEDDING_ERROR', 'edge', `Workers AI ${model} answered ${out?.data?.length ?? 'no'} vectors for ${texts.length} texts.`);
+      }
+      return out.data.map((v) => Float32Array.from(v));
+    },
+  };
+}
+
+// Workers RPC keeps an error's message and name, not its other fields: a PagewiseError crosses as this prefix.
+const WIRE = /^PagewiseError\(([A-Z_]+)(?: ([^)\s]*))?\) /;
+
+function toWire(error: unknown): unknown {
+  if (!(error instanceof PagewiseError)) return error;
+  return new Error(`PagewiseError(${error.code}${error.path !== undefined ? ` ${encodeURIComponent(error.path)}` : ''}) ${error.message}`);
+}
+
+function fromWire(error: unknown): unknown {
+  const message = (error as Error | null)?.message;
+  const m = typeof message === 'string' ? WIRE.exec(message) : null;
+  if (!m || !ERROR_CODES.includes(m[1] as PagewiseErrorCode)) return error;
+  const e = new PagewiseError(m[1] as PagewiseErrorCode, 'edge', '', m[2] ? { path: decodeURIComponent(m[2]) } : undefined);
+  Object.defineProperty(e, 'message', { value: message!.slice(m[0].length) });
+  return e;
+}
+
+/** Options of a PagewiseMemory object. */
+export interface PagewiseMemoryOptions extends Omit<MemoryOptions, 'storage'> {
+  /**
+   * `conversation` (default): the object serves the one conversation it was first asked about (route with
+   * `idFromName(conversationId)`); any other is refused. `user`: any number of conversations (route by user).
+   */
+  scope?: 'conversation' | 'user';
+}
+
+/**
+ * A Durable Object serving the Memory API over Workers RPC, on its own SQLite. Extend it to choose options from
+ * `env` (an embedder on `env.AI`, the window of your model); route with `memoryStub(env.MEMORY, conversationId)`.
+ * Background work (compaction, embedding) goes on after a call returns, kept alive with `ctx.waitUntil`.
+ *
+ * @example
+ * export class Memory extends PagewiseMemory {
+ *   options(env: Env) { return { contextWindow: 128_000, embedder: workersAiEmbedder(env.AI) }; }
+ * }
+ */
+export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
+  #memory: Promise<Memory> | undefined;
+
+  /** The engine's options for this object; override to read them from `env`. */
+  options(_env: Env): PagewiseMemoryOptions {
+    return { embedder: false };
+  }
+
+  #open(): Promise<Memory> {
+    if (!this.#memory) {
+      const { scope: _scope, ...options } = this.options(this.env);
+      // No Node model threads here: without an embedder given, memory runs on tags and full-text search.
+      this.#memory = createMemory({ embedder: false, ...options, storage: durableObjectSql(this.ctx.storage) });
+      this.#memory.catch(() => { this.#memory = undefined; });
+    }
+    return this.#memory;
+  }
+
+  /** In conversation scope, the one conversation this object serves (kept in its storage). */
+  #check(path: MethodPath, args: unknown[]): void {
+    if ((this.options(this.env).scope ?? 'conversation') !== 'conversation') return;
+    const first = args[0];
+    const scoped = (a: unknown) => (typeof a === 'object' && a !== null ? (a as { conversationId?: unknown }).conversationId : undefined);
+    // Where each method names its conversation: an id first, an input object with conversationId, a scope or context last.
+    const ids = path[0] === 'aliases' || path[0] === 'callTool' ? [args.map(scoped).find((x) => x !== undefined)]
+      : path[0] === 'import' ? ((first as { conversations?: unknown } | undefined)?.conversations as unknown[] | undefined ?? []).map((c) => (c as { id?: unknown } | null)?.id)
+      : [typeof first === 'string' ? first : scoped(first)];
+    for (const id of ids) if (id !== undefined) this.#serve(validateConversationId(id));
+  }
+
+  #serve(conversationId: string): void {
+    const kv = this.ctx.storage.kv;
+    const served = kv.get<string>('pagewise:conversation');
+    if (served === undefined) kv.put('pagewise:conversation', conversationId);
+    else if (served !== conversationId) {
+      throw new PagewiseError('INVALID_CONVERSATION_ID', 'edge',
+        `This object serves one conversation; route ${JSON.stringify(conversationId)} to its own (namespace.idFromName(conversationId), or memoryStub(namespace, conversationId)), or set scope: 'user'.`);
+    }
+  }
+
+  /** Runs one Memory method (what the generated RPC methods call). */
+  async call(path: MethodPath, args: unknown[]): Promise<unknown> {
+    try {
+      this.#check(path, args);
+      const memory = await this.#open();
+      const target = path.length === 2 ? (memory.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[1]]!
+        : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[0]]!;
+      if (typeof target !== 'function') throw new PagewiseError('INVALID_ARGUMENT', 'edge', `No Memory method ${path.join('.')}.`);
+      const result = await target(...args);
+      // What the call left to do in the background (compaction, vectors) finishes after the reply.
+      if (path[0] !== 'flush') this.ctx.waitUntil(memory.flush().then(() => undefined, () => undefined));
+      return result;
+    } catch (error) {
+      throw toWire(error);
+    }
+  }
+}
+
+// Workers RPC calls methods of the class: one per Memory method, from the one list.
+for (const name of MEMORY_METHODS) {
+  Object.defineProperty(PagewiseMemory.prototype, name, {
+    value(this: PagewiseMemory, ...args: unknown[]) { return this.call([name], args); }, writable: true, configurable: true,
+  });
+}
+
+class Aliases extends RpcTarget {
+  constructor(private readonly object: PagewiseMemory) { super(); }
+}
+for (const name of ALIAS_METHODS) {
+  Object.defineProperty(Aliases.prototype, name, {
+    value(this: Aliases, ...args: unknown[]) { return (this as unknown as { object: PagewiseMemory }).object.call(['aliases', name], args); }, writable: true, configurable: true,
+  });
+}
+Object.defineProperty(PagewiseMemory.prototype, 'aliases', { get(this: PagewiseMemory) { return new Aliases(this); }, configurable: true });
+
+/** A Durable Object namespace, structurally. */
+export interface MemoryNamespaceLike {
+  idFromName(name: string): unknown;
+  get(id: never): unknown;
+}
+
+/**
+ * The Memory API of a conversation's object (`idFromName(conversationId)`, or `objectName` for per-user objects),
+ * with errors rebuilt as PagewiseError (code and path kept). `close()` does nothing: the object lives on.
+ */
+export function memoryStub(namespace: MemoryNamespaceLike, objectName: string): Memory {
+  const stub = namespace.get(namespace.idFromName(objectName) as never) as { call(path: MethodPath, args: unknown[]): Promise<unknown> };
+  return {
+    ...forwardMemory((path, args) => stub.call(path, args).catch((e: unknown) => { throw fromWire(e); })),
+    close: () => Promise.resolve(),
+  };
+}
