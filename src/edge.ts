@@ -11,6 +11,7 @@ import type { Embedder, MemoryOptions } from './types.js';
 export { durableObjectSql, type DurableObjectStorageLike } from './storage/durable-object.js';
 export { createMemory, type Memory } from './engine.js';
 export { PagewiseError, isPagewiseError } from './errors.js';
+export { memoryProxy, type MemoryProxyOptions, type UpstreamOptions, type WaitUntil } from './proxy.js';
 
 /** What a Workers AI binding offers (`env.AI`), structurally. */
 export interface WorkersAiLike {
