@@ -6,36 +6,15 @@ import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './errors.js'
 import { validateConversationId } from './messages.js';
 import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from './memory-methods.js';
 import { durableObjectSql } from './storage/durable-object.js';
-import type { Embedder, MemoryOptions } from './types.js';
+import type { MemoryOptions } from './types.js';
+import { edgeEmbedder } from './embed/workers-ai.js';
+
+export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiLike } from './embed/workers-ai.js';
 
 export { durableObjectSql, type DurableObjectStorageLike } from './storage/durable-object.js';
 export { createMemory, type Memory } from './engine.js';
 export { PagewiseError, isPagewiseError } from './errors.js';
 export { memoryProxy, type MemoryProxyOptions, type UpstreamOptions, type WaitUntil } from './proxy.js';
-
-/** What a Workers AI binding offers (`env.AI`), structurally. */
-export interface WorkersAiLike {
-  run(model: string, input: { text: string[]; pooling?: 'cls' | 'mean' }): Promise<{ data: number[][] }>;
-}
-
-/**
- * An embedder on the Workers AI binding. The default model, bge-small-en-v1.5 with CLS pooling, gives the vectors the
- * browser's bge-small-en-v1.5 gives (the ONNX runtime's wasm is over the Workers size limit).
- */
-export function workersAiEmbedder(ai: WorkersAiLike, options: { model?: string; dimensions?: number } = {}): Embedder {
-  if (typeof ai?.run !== 'function') throw new PagewiseError('INVALID_OPTIONS', 'edge', 'workersAiEmbedder needs the Workers AI binding (env.AI: add "ai": { "binding": "AI" } to wrangler.jsonc).');
-  const model = options.model ?? '@cf/baai/bge-small-en-v1.5';
-  return {
-    modelId: `workers-ai:${model}`, dimensions: options.dimensions ?? 384, maxBatchSize: 32, threshold: 0.5,
-    async embed(texts) {
-      const out = await ai.run(model, { text: [...texts], pooling: 'cls' });
-      if (!Array.isArray(out?.data) || out.data.length !== texts.length) {
-        throw new PagewiseError('EMBEDDING_ERROR', 'edge', `Workers AI ${model} answered ${out?.data?.length ?? 'no'} vectors for ${texts.length} texts.`);
-      }
-      return out.data.map((v) => Float32Array.from(v));
-    },
-  };
-}
 
 // Workers RPC keeps an error's message and name, not its other fields: a PagewiseError crosses as this prefix.
 const WIRE = /^PagewiseError\(([A-Z_]+)(?: ([^)\s]*))?\) /;
@@ -76,9 +55,12 @@ export interface PagewiseMemoryOptions extends Omit<MemoryOptions, 'storage'> {
 export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   #memory: Promise<Memory> | undefined;
 
-  /** The engine's options for this object; override to read them from `env`. */
-  options(_env: Env): PagewiseMemoryOptions {
-    return { embedder: false };
+  /**
+   * The engine's options for this object; override to read them from `env`. Default: the embedder `env` offers
+   * (Workers AI as `env.AI`, else an OpenAI-compatible endpoint in `env.PAGEWISE_EMBEDDINGS_URL`), else tags + BM25.
+   */
+  options(env: Env): PagewiseMemoryOptions {
+    return { embedder: edgeEmbedder(env as never) };
   }
 
   #open(): Promise<Memory> {

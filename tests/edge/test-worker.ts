@@ -2,7 +2,7 @@
 // Miniflare): the storage conformance suite on Durable Object SQL, and the engine in PagewiseMemory objects.
 import { DurableObject } from 'cloudflare:workers';
 import { storageDriverCases } from '../conformance/storage-driver.js';
-import { PagewiseMemory, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
+import { PagewiseMemory, memoryProxy, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
 import { durableObjectSql } from '../../src/storage/durable-object.js';
 
 interface Namespace<T> extends MemoryNamespaceLike {
@@ -13,6 +13,9 @@ interface Env {
   TEST: Namespace<TestObject>;
   MEMORY: MemoryNamespaceLike;
   USER_MEMORY: MemoryNamespaceLike;
+  /** The local upstream of the proxy tests, and its key (a secret in a real deployment). */
+  UPSTREAM?: string;
+  UPSTREAM_KEY?: string;
 }
 
 export class TestObject extends DurableObject<Env> {
@@ -64,8 +67,14 @@ async function json(f: () => Promise<unknown>): Promise<Response> {
 }
 
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
+  async fetch(request: Request, env: Env, ctx: { waitUntil(p: Promise<unknown>): void }): Promise<Response> {
     const url = new URL(request.url);
+    if (url.pathname.startsWith('/v1/') && env.UPSTREAM) {
+      return memoryProxy({
+        memory: (id) => memoryStub(env.MEMORY, id),
+        openai: { baseUrl: `${env.UPSTREAM}/v1`, apiKey: env.UPSTREAM_KEY! }, anthropic: { baseUrl: env.UPSTREAM, apiKey: env.UPSTREAM_KEY! },
+      })(request, ctx);
+    }
     if (url.pathname === '/conformance') {
       const results = [];
       // Each case gets a fresh, empty database: its own object.

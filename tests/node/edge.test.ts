@@ -2,6 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageDriverCases } from '../conformance/storage-driver.js';
@@ -18,9 +20,17 @@ const start = async () => {
     modulesRoot: dir, modules: [{ type: 'ESModule', path: script, contents: readFileSync(script, 'utf8') }], compatibilityDate: '2025-09-01',
     durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true } },
     durableObjectsPersist: join(dir, 'do'),
+    bindings: { UPSTREAM: upstream, UPSTREAM_KEY: KEY },
   });
   await mf.ready;
 };
+
+// The proxy's upstream: a local server speaking OpenAI's chat completions (the one double: a remote LLM).
+const KEY = 'sk-upstream-secret';
+let upstream = '';
+let upstreamServer: Server;
+const replies: { status?: number; type?: string; body: string }[] = [];
+const received: { headers: IncomingMessage['headers']; body: string }[] = [];
 
 type Outcome = { value?: unknown; error?: { name?: string; code?: string; path?: string; message?: string } };
 const call = async (object: string, method: string, ...args: unknown[]): Promise<Outcome> =>
@@ -29,6 +39,18 @@ const callUser = async (object: string, method: string, ...args: unknown[]): Pro
   (await mf.dispatchFetch(`http://edge.test/call/user/${encodeURIComponent(object)}/${method}`, { method: 'POST', body: JSON.stringify(args) })).json() as Promise<Outcome>;
 
 beforeAll(async () => {
+  upstreamServer = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => { raw += c; });
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: raw });
+      const r = replies.shift() ?? { body: '{}' };
+      res.writeHead(r.status ?? 200, { 'content-type': r.type ?? 'application/json' });
+      res.end(r.body);
+    });
+  });
+  await new Promise<void>((ok) => upstreamServer.listen(0, '127.0.0.1', ok));
+  upstream = `http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`;
   const out = await build({
     entryPoints: [resolve(import.meta.dirname, '../edge/test-worker.ts')], bundle: true, format: 'esm', platform: 'neutral',
     target: 'es2022', write: false, external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'],
@@ -40,6 +62,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mf?.dispose();
+  await new Promise<void>((ok) => upstreamServer.close(() => ok()));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -91,5 +114,35 @@ describe('PagewiseMemory: the engine in a Durable Object, over Workers RPC', () 
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/2', messages: turn(2) });
     expect(((await callUser('ana', 'conversations')).value as { id: string }[]).map((c) => c.id).sort()).toEqual(['ana/1', 'ana/2']);
     expect(((await callUser('bob', 'conversations')).value as unknown[])).toEqual([]);
+  });
+});
+
+describe('memoryProxy in workerd, each conversation in its own object', () => {
+  it('forwards with memory, streams the reply untouched, stores it after; errors pass through; no key in any response', async () => {
+    const ask = (content: string, stream = false, headers: Record<string, string> = { 'x-pagewise-conversation': 'px' }) => mf.dispatchFetch('http://edge.test/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer client', ...headers }, body: JSON.stringify({ model: 'm', stream, messages: [{ role: 'user', content }] }),
+    });
+    const turns = async () => ((await call('px', 'turns', 'px')).value as { text: string }[] | undefined)?.map((t) => t.text) ?? [];
+    replies.push({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'The canary release is on Thursday.' } }] }) });
+    const plain = await ask('Remember: the canary release is on Thursday.');
+    const plainText = await plain.text();
+    expect(plainText).toContain('The canary release is on Thursday.');
+    await expect.poll(turns).toHaveLength(2);
+    replies.push({ type: 'text/event-stream', body: 'data: {"choices":[{"index":0,"delta":{"content":"Thursday."}}]}\n\ndata: [DONE]\n\n' });
+    const streamed = await ask('When is the canary release?', true);
+    const streamedText = await streamed.text();
+    expect(streamedText).toBe('data: {"choices":[{"index":0,"delta":{"content":"Thursday."}}]}\n\ndata: [DONE]\n\n');
+    expect(received[1]!.body).toContain('The canary release is on Thursday.');
+    expect(received[1]!.headers.authorization).toBe(`Bearer ${KEY}`);
+    await expect.poll(turns).toEqual(['Remember: the canary release is on Thursday.', 'The canary release is on Thursday.', 'When is the canary release?', 'Thursday.']);
+    replies.push({ status: 503, body: '{"error":"overloaded"}' });
+    const failed = await ask('And the rollback?');
+    expect(failed.status).toBe(503);
+    expect(await failed.text()).toBe('{"error":"overloaded"}');
+    const missing = await ask('hi', false, {});
+    expect(missing.status).toBe(400);
+    const missingText = await missing.text();
+    for (const t of [plainText, streamedText, missingText]) expect(t).not.toContain(KEY);
+    expect(await turns()).toHaveLength(4);
   });
 });
