@@ -9,6 +9,10 @@ export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, Forge
 export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } from './errors.js';
 export { sqliteWasm, type SqliteWasmOptions } from './storage/sqlite-wasm.js';
 export { createTokenizer, encodingForModel } from './tokens/tokenizer.js';
+import { useJsTiktoken } from './tokens/js-tiktoken.js';
+
+// This entry offers both tokenizer packages (pagewise/edge only gpt-tokenizer: a Worker's bundle carries one).
+useJsTiktoken();
 export { MIGRATIONS, SCHEMA_VERSION } from './store/schema.js';
 export { openaiCompatible } from './llm/openai-compatible.js';
 export { anthropic } from './llm/anthropic.js';

@@ -3,6 +3,7 @@ import { installErrorTransfer } from '../src/_comlink-errors.js';
 import { type Memory, createMemory } from '../src/engine.js';
 import { PagewiseError } from '../src/errors.js';
 import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
+import { useJsTiktoken } from '../src/tokens/js-tiktoken.js';
 import { forwardMemory, invokeMemory } from '../src/memory-methods.js';
 import type { StorageOption } from '../src/types.js';
 import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/worker-protocol.js';
@@ -19,6 +20,7 @@ import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/wor
  */
 export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
   installErrorTransfer();
+  useJsTiktoken();
   let memory: Memory | undefined;
   // Another tab owns the OPFS database: calls go to it over a BroadcastChannel until this worker can own it.
   let owner: Tab | undefined;

@@ -1,5 +1,5 @@
 import { PagewiseError } from '../errors.js';
-import { createBpeCounter, gptTokenizerTable, jsTiktokenTable } from './bpe.js';
+import { createBpeCounter, gptTokenizerTable } from './bpe.js';
 import type { EncodingName, Tokenizer, TokenizerOption } from '../types.js';
 
 /** What picks a tokenizer: the implementation, the encoding, and whether counts are estimates. */
@@ -54,18 +54,16 @@ async function loadGptTokenizer(encoding: EncodingName): Promise<(text: string) 
   };
 }
 
-/**
- * js-tiktoken's own encoder is never faster than the linear counter over its ranks (100 characters of prose: 230 µs
- * against 9 µs; 3,000 × 'é': 3.6 s against 1.6 ms) and takes longer to build (2.3 s to the first count against
- * 0.8 s), so only its ranks and pre-tokenizer are loaded and every text is counted by `createBpeCounter` (the same
- * count: tested).
- */
-async function loadJsTiktoken(encoding: EncodingName): Promise<(text: string) => number> {
-  const ranks = encoding === 'o200k_base'
-    ? (await import('js-tiktoken/ranks/o200k_base')).default
-    : (await import('js-tiktoken/ranks/cl100k_base')).default;
-  let linear: ((text: string) => number) | null = null;
-  return (text) => (linear ??= createBpeCounter(jsTiktokenTable(ranks)))(text);
+/** Loads a tokenizer package's counter for an encoding. */
+export type TokenizerPackage = (encoding: EncodingName) => Promise<(text: string) => number>;
+
+// gpt-tokenizer (the default) always; js-tiktoken where an entry registers it (pagewise, pagewise/node, the worker):
+// pagewise/edge leaves it out, so that a Worker's bundle does not carry a second copy of the encodings' ranks.
+const packages: Partial<Record<'gpt-tokenizer' | 'js-tiktoken', TokenizerPackage>> = { 'gpt-tokenizer': loadGptTokenizer };
+
+/** Makes `tokenizer: name` available (the entries that carry js-tiktoken call it). */
+export function registerTokenizerPackage(name: 'js-tiktoken', load: TokenizerPackage): void {
+  packages[name] = load;
 }
 
 /**
@@ -78,8 +76,13 @@ export async function createTokenizer(choice: TokenizerChoice): Promise<Tokenize
   if (typeof tokenizer === 'object') return tokenizer;
   let countRaw: (text: string) => number;
   try {
-    countRaw = tokenizer === 'js-tiktoken' ? await loadJsTiktoken(encoding) : await loadGptTokenizer(encoding);
+    const load = packages[tokenizer];
+    if (!load) {
+      throw new PagewiseError('INVALID_OPTIONS', 'tokens', `The ${tokenizer} tokenizer is not in this build (pagewise/edge carries gpt-tokenizer only): use tokenizer: 'gpt-tokenizer', or import pagewise's main entry.`);
+    }
+    countRaw = await load(encoding);
   } catch (cause) {
+    if (cause instanceof PagewiseError) throw cause;
     throw new PagewiseError('INVALID_OPTIONS', 'tokens', `Could not load the ${tokenizer} tokenizer for ${encoding}: is the package installed?`, { cause });
   }
   const exact = margin === 1;

@@ -13,18 +13,14 @@ import { percentile } from './metrics.js';
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const sizes = (args.get('turns') ?? '1000,10000').split(',').map(Number);
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-edge-bench-'));
-const empty = resolve(import.meta.dirname, '../../examples/edge/empty.js');
-// What examples/edge/wrangler.jsonc aliases away: the second tokenizer package and sqlite-wasm, unused at the edge.
-const trimmed = { 'js-tiktoken/ranks/o200k_base': empty, 'js-tiktoken/ranks/cl100k_base': empty, '@sqlite.org/sqlite-wasm': empty };
-const bundle = async (entry: string, minify: boolean, alias: Record<string, string> = {}) => (await build({
+const bundle = async (entry: string, minify: boolean) => (await build({
   entryPoints: [resolve(import.meta.dirname, entry)], bundle: true, format: 'esm', platform: 'neutral', target: 'es2022', write: false, minify,
-  external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'], alias,
+  external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'],
 })).outputFiles[0]!.text;
 
 try {
   const edge = await bundle('../../src/edge.ts', true);
-  const lean = await bundle('../../src/edge.ts', true, trimmed);
-  console.log(`pagewise/edge bundle (esbuild, minified): ${(edge.length / 1024).toFixed(0)} KiB, ${(gzipSync(edge).length / 1024).toFixed(0)} KiB gzip; with the example's aliases (no js-tiktoken, no sqlite-wasm) ${(lean.length / 1024).toFixed(0)} KiB, ${(gzipSync(lean).length / 1024).toFixed(0)} KiB gzip`);
+  console.log(`pagewise/edge bundle (esbuild, minified): ${(edge.length / 1024).toFixed(0)} KiB, ${(gzipSync(edge).length / 1024).toFixed(0)} KiB gzip`);
   const script = join(dir, 'worker.mjs');
   writeFileSync(script, await bundle('../edge/test-worker.ts', false));
   const options = {

@@ -10,7 +10,7 @@ import jsRanksO200k from 'js-tiktoken/ranks/o200k_base';
 import jsRanksCl100k from 'js-tiktoken/ranks/cl100k_base';
 import { describe, expect, it } from 'vitest';
 import { createBpeCounter, gptTokenizerTable, isValidUtf8, jsTiktokenTable, utf8Binary } from '../../src/tokens/bpe.js';
-import { createTokenizer } from '../../src/tokens/tokenizer.js';
+import { createTokenizer } from '../../src/index.js';
 import type { EncodingName, Tokenizer } from '../../src/types.js';
 import { rng } from './rng.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createTokenizer, encodingForModel } from '../../src/tokens/tokenizer.js';
+import { createTokenizer, encodingForModel } from '../../src/index.js';
 import { resolveOptions } from '../../src/options.js';
 import { messageText } from '../../src/messages.js';
 import { TOKENS_PER_MESSAGE, TOKENS_PER_NAME, blockTokens, messageTokens } from '../../src/tokens/chat-format.js';

@@ -18,3 +18,16 @@ describe('embedders at the edge', () => {
     expect(() => workersAiEmbedder({} as never)).toThrow(/env\.AI/);
   });
 });
+
+describe('the edge build carries one tokenizer package', () => {
+  it('pagewise/edge\'s engine has gpt-tokenizer; js-tiktoken is a typed error there, not a second copy of the ranks', async () => {
+    const { build } = await import('esbuild');
+    const out = await build({
+      entryPoints: [new URL('../../src/edge.ts', import.meta.url).pathname], bundle: true, format: 'esm', platform: 'neutral', write: false, metafile: true,
+      external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'],
+    });
+    const inputs = Object.keys(out.metafile!.inputs);
+    expect(inputs.some((i) => i.includes('node_modules/gpt-tokenizer/'))).toBe(true);
+    expect(inputs.filter((i) => i.includes('node_modules/js-tiktoken/'))).toEqual([]);
+  });
+});
