@@ -6,9 +6,20 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { execFileSync } from 'node:child_process';
 import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { percentile } from './metrics.js';
+
+/** Resident memory of the workerd processes Miniflare started, in MB (Linux ps). */
+const workerdRss = (): string => {
+  try {
+    const kb = execFileSync('ps', ['-C', 'workerd', '-o', 'rss='], { encoding: 'utf8' }).trim().split(/\s+/).map(Number).reduce((a, b) => a + b, 0);
+    return `${(kb / 1024).toFixed(0)} MB`;
+  } catch {
+    return 'n/a';
+  }
+};
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const sizes = (args.get('turns') ?? '1000,10000').split(',').map(Number);
@@ -31,6 +42,7 @@ try {
   const mf = new Miniflare(options);
   await mf.ready;
   const ready = performance.now() - t;
+  const rssReady = workerdRss();
   const call = async (object: string, method: string, ...a: unknown[]) => {
     const r = await (await mf.dispatchFetch(`http://edge.test/call/user/${object}/${method}`, { method: 'POST', body: JSON.stringify(a) })).json() as { value?: unknown; error?: { message: string } };
     if (r.error) throw new Error(r.error.message);
@@ -43,6 +55,7 @@ try {
   await call('cold', 'onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'First message: the tokenizer loads here.' }] });
   const firstTurn = performance.now() - t;
   console.log(`cold start: workerd up in ${ready.toFixed(0)} ms; first call to a new object (engine, schema) ${first.toFixed(0)} ms; first stored turn (tokenizer) ${firstTurn.toFixed(0)} ms`);
+  console.log(`workerd resident memory (the whole runtime process, not one isolate): ${rssReady} when up, ${workerdRss()} with the engine and the tokenizer loaded`);
   const topics = ['database indexing', 'marathon training', 'tenant rights', 'sourdough baking', 'kubernetes upgrades', 'tax filing', 'guitar practice', 'garden planning', 'travel to Japan', 'react hooks'];
   for (const n of sizes) {
     const object = `bench-${n}`;
@@ -65,6 +78,7 @@ try {
       await call(object, 'onMessageInbound', { conversationId: 'c', message: { role: 'user', content: `What did we say about ${topic} and item ${(q * 37) % 1000}?` } });
       if (q >= 20) times.push(performance.now() - s);
     }
+    console.log(`workerd resident memory at ${n} turns: ${workerdRss()}`);
     console.log(`${n} turns (stored in ${(ingest / 1000).toFixed(1)} s, 100 a call): onMessageInbound p50 ${percentile(times, 50).toFixed(1)} ms, p95 ${percentile(times, 95).toFixed(1)} ms (n=${times.length}, after 20 warm-up questions)`);
   }
   await mf.dispose();
