@@ -4,6 +4,8 @@ declare module 'cloudflare:workers' {
   interface PagewiseDurableObjectState {
     storage: import('./storage/durable-object.js').DurableObjectStorageLike & {
       kv: { get<T = unknown>(key: string): T | undefined; put(key: string, value: unknown): void };
+      getAlarm(): Promise<number | null>;
+      setAlarm(scheduledTime: number | Date): Promise<void>;
     };
     waitUntil(promise: Promise<unknown>): void;
   }

@@ -16,6 +16,11 @@ export { createMemory, type Memory } from './engine.js';
 export { PagewiseError, isPagewiseError } from './errors.js';
 export { memoryProxy, type MemoryProxyOptions, type UpstreamOptions, type WaitUntil } from './proxy.js';
 
+// Calls that leave background work (tagging is done inline; compaction and vectors are not).
+const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries']);
+// When the alarm that finishes background work fires: after the calls of a burst, not during them.
+const ALARM_MS = 5_000;
+
 // Workers RPC keeps an error's message and name, not its other fields: a PagewiseError crosses as this prefix.
 const WIRE = /^PagewiseError\(([A-Z_]+)(?: ([^)\s]*))?\) /;
 
@@ -95,6 +100,11 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
     }
   }
 
+  /** Finishes background work a call left (after an eviction, the object wakes up for it). */
+  async alarm(): Promise<void> {
+    await (await this.#open()).flush();
+  }
+
   /** Runs one Memory method (what the generated RPC methods call). */
   async call(path: MethodPath, args: unknown[]): Promise<unknown> {
     try {
@@ -104,8 +114,12 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[0]]!;
       if (typeof target !== 'function') throw new PagewiseError('INVALID_ARGUMENT', 'edge', `No Memory method ${path.join('.')}.`);
       const result = await target(...args);
-      // What the call left to do in the background (compaction, vectors) finishes after the reply.
-      if (path[0] !== 'flush') this.ctx.waitUntil(memory.flush().then(() => undefined, () => undefined));
+      // What the call left to do in the background (compaction, vectors) finishes after the reply; an alarm takes it
+      // up again if the object is evicted before it is done (waitUntil does not outlive the object).
+      if (WRITES.has(path[0])) {
+        this.ctx.waitUntil(memory.flush().then(() => undefined, () => undefined));
+        if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + ALARM_MS);
+      }
       return result;
     } catch (error) {
       throw toWire(error);

@@ -45,6 +45,10 @@ const fakeAi = {
 
 /** One conversation per object (the default scope), a small window so that recall is needed. */
 export class Memory extends PagewiseMemory<Env> {
+  async alarmAt(): Promise<number | null> {
+    return this.ctx.storage.getAlarm();
+  }
+
   override options(): PagewiseMemoryOptions {
     return { contextWindow: 1500, reserveTokens: 300, embedder: workersAiEmbedder(fakeAi, { dimensions: 64 }) };
   }
@@ -91,6 +95,7 @@ export default {
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[head!]!(...args)));
     }
     if (url.pathname === '/ai-calls') return Response.json(fakeAi.calls);
+    if (url.pathname.startsWith('/alarm/')) return Response.json(await (env.MEMORY.get(env.MEMORY.idFromName(url.pathname.slice(7)) as never) as unknown as { alarmAt(): Promise<number | null> }).alarmAt());
     return new Response('not found', { status: 404 });
   },
 };
