@@ -105,15 +105,19 @@ function safeJson(s: string): unknown {
   try { return JSON.parse(s); } catch { return {}; }
 }
 
-/** The memory's context as one system text (the hint, then recalled prior conversation) and the rest. */
+/**
+ * The memory's context as one system text, stable parts first for prompt caches — the conversation's own system
+ * prefix, the topics hint, then what was recalled for this message — and the other messages.
+ */
 function split(ctx: AssembledContext): { system: string[]; rest: ChatMessage[] } {
-  const system = ctx.prependText ? [ctx.prependText] : [];
+  const prefix: string[] = [];
+  const recalled: string[] = [];
   const rest: ChatMessage[] = [];
-  for (const m of ctx.messages) {
-    if (m.role === 'system') system.push(textOf(m.content));
-    else rest.push(m);
-  }
-  return { system, rest };
+  ctx.messages.forEach((m) => {
+    if (m.role !== 'system') rest.push(m);
+    else (rest.length === 0 ? prefix : recalled).push(textOf(m.content));
+  });
+  return { system: [...prefix, ...(ctx.prependText ? [ctx.prependText] : []), ...recalled], rest };
 }
 
 /** Reads an SSE body, calling `onData` with each event's data. */
