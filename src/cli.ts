@@ -1,0 +1,264 @@
+#!/usr/bin/env node
+// The pagewise command line (`npx pagewise …`): a memory on a database file, from a shell or a script.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createMemory, type Memory } from './engine.js';
+import { isPagewiseError, PagewiseError } from './errors.js';
+import { parseConversationFile } from './formats.js';
+import { useJsTiktoken } from './tokens/js-tiktoken.js';
+import { resolveOptions } from './options.js';
+import { fileStorage } from './storage/node-file.js';
+import type { ExportData } from './data-control.js';
+import type { MemoryOptions } from './types.js';
+
+const USAGE = `pagewise <command> [options]
+
+Commands (a database file: --db, default ./pagewise.sqlite3):
+  status                       conversations with their turns, tags and summaries
+  tags                         the tags of --conversation, most used first
+  recall TAG                   the turns of --conversation that carry TAG
+  retrieve -m TEXT             what memory would page in for TEXT (JSON: manifest, budget, dropped)
+  transform -m TEXT            the assembled context for TEXT (the messages to send)
+  compact                      compact --conversation now
+  aliases list|suggest|add ALIAS TAG
+  cost-report                  LLM usage per conversation and purpose
+  config validate FILE         check a JSON file of options
+  import FILE                  LoCoMo, LongMemEval, OpenAI-style JSONL chat logs, or pagewise's export
+  export [-o FILE]             every stored original (--conversation: one) in pagewise's portable format
+  forget [--message ID]… [--tag TAG]   forget --conversation, or some of its messages
+  replay FILE                  import a benchmark file, ask its questions, print the evidence found
+
+Options: --db PATH · --conversation/-c ID · --json · --config FILE (engine options as JSON) ·
+         --embedder default|off · --window N (contextWindow)
+Exit codes: 0 done · 1 pagewise refused or failed (the error's code is printed) · 2 bad command line`;
+
+class UsageError extends Error {}
+
+const options = {
+  db: { type: 'string' },
+  conversation: { type: 'string', short: 'c' },
+  json: { type: 'boolean' },
+  config: { type: 'string' },
+  embedder: { type: 'string' },
+  window: { type: 'string' },
+  message: { type: 'string', short: 'm', multiple: true },
+  tag: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function out(json: boolean, value: unknown, text: () => string): void {
+  process.stdout.write(`${json ? JSON.stringify(value, null, 2) : text()}\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; args: string[] }>>;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const { values: v, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (v.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return command || v.help ? 0 : 2;
+  }
+  const json = v.json === true;
+  const engineOptions = (): MemoryOptions => {
+    const base = v.config ? JSON.parse(readFileSync(v.config, 'utf8')) as MemoryOptions : {};
+    if (v.embedder === 'off') base.embedder = false;
+    else if (v.embedder !== undefined && v.embedder !== 'default') throw new UsageError(`--embedder is "default" or "off" (got "${v.embedder}").`);
+    if (v.window !== undefined) {
+      if (!/^\d+$/.test(v.window)) throw new UsageError(`--window is a number of tokens (got "${v.window}").`);
+      base.contextWindow = Number(v.window);
+    }
+    return base;
+  };
+  const conversation = (): string => {
+    if (!v.conversation) throw new UsageError(`${command} needs --conversation ID (pagewise status lists them).`);
+    return v.conversation;
+  };
+  const text = (): string => {
+    const m = v.message?.join('\n');
+    if (!m) throw new UsageError(`${command} needs -m TEXT (the new message).`);
+    return m;
+  };
+
+  if (command === 'config') {
+    if (rest[0] !== 'validate' || !rest[1]) throw new UsageError('config validate FILE');
+    const config = JSON.parse(readFileSync(rest[1], 'utf8')) as MemoryOptions;
+    resolveOptions(config);
+    out(json, { valid: true }, () => `${rest[1]}: valid`);
+    return 0;
+  }
+
+  const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay'];
+  if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
+  // replay without --db works in memory: a benchmark run leaves no file behind.
+  const storage = command === 'replay' && !v.db ? undefined : fileStorage(v.db ?? 'pagewise.sqlite3');
+  const memory = await createMemory({ ...engineOptions(), ...(storage ? { storage } : {}) });
+  try {
+    return await run(memory, command, rest, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation });
+  } finally {
+    await memory.close();
+  }
+}
+
+interface Context {
+  json: boolean;
+  conversation: () => string;
+  text: () => string;
+  output?: string | undefined;
+  messages?: string[] | undefined;
+  tag?: string | undefined;
+  given?: string | undefined;
+}
+
+async function run(memory: Memory, command: string, rest: string[], c: Context): Promise<number> {
+  const { json } = c;
+  switch (command) {
+    case 'status': {
+      const conversations = await memory.conversations();
+      const rows: (typeof conversations[number] & { tags: number; summaries: number })[] = [];
+      for (const conv of conversations) {
+        rows.push({ ...conv, tags: (await memory.tags(conv.id)).length, summaries: (await memory.summaries(conv.id)).length });
+      }
+      out(json, { conversations: rows }, () => rows.length === 0 ? 'no conversations stored'
+        : rows.map((r) => `${r.id}\t${r.turns} turns\t${r.tags} tags\t${r.summaries} summaries\tupdated ${r.updatedAt}`).join('\n'));
+      return 0;
+    }
+    case 'tags': {
+      const tags = await memory.tags(c.conversation());
+      out(json, tags, () => tags.map((t) => `${t.tag}\t${t.units}`).join('\n'));
+      return 0;
+    }
+    case 'recall': {
+      if (!rest[0]) throw new UsageError('recall TAG');
+      const result = await memory.callTool('pagewise_expand', { tag: rest[0] }, { conversationId: c.conversation() });
+      out(json, result, () => result.content);
+      return 0;
+    }
+    case 'retrieve':
+    case 'transform': {
+      const ctx = await memory.onMessageInbound({ conversationId: c.conversation(), message: { role: 'user', content: c.text() } });
+      if (command === 'retrieve') {
+        const { manifest, budget, dropped, matchedTags, broad, temporal } = ctx;
+        out(true, { matchedTags, broad, temporal, budget, manifest, dropped }, () => '');
+      } else {
+        out(json, { prependText: ctx.prependText, messages: ctx.messages }, () => [
+          ...(ctx.prependText ? [`[system] ${ctx.prependText}`] : []),
+          ...ctx.messages.map((m) => `[${m.role}${m.name ? ` ${m.name}` : ''}] ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`),
+        ].join('\n\n'));
+      }
+      return 0;
+    }
+    case 'compact': {
+      const report = await memory.compact(c.conversation());
+      out(json, report, () => (report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact'));
+      return 0;
+    }
+    case 'aliases': {
+      const scope = c.given ? { conversationId: c.given } : undefined;
+      if (rest[0] === 'list') {
+        const list = await memory.aliases.list(scope);
+        out(json, list, () => list.map((a) => `${a.alias} → ${a.tag} (${a.source})`).join('\n'));
+      } else if (rest[0] === 'suggest') {
+        const list = await memory.aliases.suggest(50, scope);
+        out(json, list, () => list.map((s) => JSON.stringify(s)).join('\n'));
+      } else if (rest[0] === 'add' && rest[1] && rest[2]) {
+        const added = await memory.aliases.add(rest[1], rest[2], scope);
+        out(json, added, () => `${added.alias} → ${added.tag}`);
+      } else {
+        throw new UsageError('aliases list | aliases suggest | aliases add ALIAS TAG');
+      }
+      return 0;
+    }
+    case 'cost-report': {
+      const report = await memory.costReport(c.given);
+      out(json, report, () => [...report.lines.map((l) => `${l.conversationId ?? '-'}\t${l.purpose}\t${l.calls} calls\t${l.inputTokens} in\t${l.outputTokens} out`), `total: ${report.total.calls} calls`].join('\n'));
+      return 0;
+    }
+    case 'export': {
+      const data = await memory.export(c.given);
+      const textOut = JSON.stringify(data);
+      if (c.output) {
+        writeFileSync(c.output, textOut);
+        out(json, { file: c.output, conversations: data.conversations.length }, () => `${data.conversations.length} conversations → ${c.output}`);
+      } else {
+        process.stdout.write(`${textOut}\n`);
+      }
+      return 0;
+    }
+    case 'forget': {
+      const report = await memory.forget({ conversationId: c.conversation(), ...(c.messages ? { messageIds: c.messages } : {}), ...(c.tag ? { tag: c.tag } : {}) });
+      out(json, report, () => `forgot ${report.messageIds.length} messages${report.conversationRemoved ? ' (the conversation is gone)' : ''}; ${report.summaries} summaries to rebuild`);
+      return 0;
+    }
+    case 'import':
+    case 'replay': {
+      if (!rest[0]) throw new UsageError(`${command} FILE`);
+      const raw = readFileSync(rest[0], 'utf8');
+      const first = raw.trimStart().startsWith('{') ? (() => { try { return JSON.parse(raw) as { format?: unknown }; } catch { return null; } })() : null;
+      if (command === 'import' && first?.format === 'pagewise') {
+        const report = await memory.import(first as ExportData);
+        out(json, report, () => `${report.turns} messages stored in ${report.conversations.length} conversations (${report.skipped} already there)`);
+        return 0;
+      }
+      let conversations;
+      try {
+        conversations = parseConversationFile(raw, basename(rest[0]).replace(/\.[^.]+$/, ''));
+      } catch (e) {
+        throw new PagewiseError('INVALID_ARGUMENT', 'cli', `${rest[0]}: ${(e as Error).message}.`);
+      }
+      if (c.given) conversations = conversations.filter((x) => x.id === c.given);
+      const total = conversations.reduce((n, x) => n + x.batches.length, 0);
+      let done = 0;
+      let stored = 0;
+      for (const conv of conversations) {
+        for (const batch of conv.batches) {
+          stored += (await memory.onTurnComplete({ conversationId: conv.id, messages: batch })).stored;
+          done++;
+          // Progress on stderr (stdout stays the result), a line every 5%.
+          if (process.stderr.isTTY ? done % 10 === 0 : done % Math.max(1, Math.floor(total / 20)) === 0) process.stderr.write(`${command}: ${done}/${total} batches\n`);
+        }
+      }
+      await memory.flush();
+      if (command === 'import') {
+        out(json, { conversations: conversations.map((x) => x.id), stored }, () => `${stored} messages stored in ${conversations.length} conversations`);
+        return 0;
+      }
+      const results: { conversationId: string; question: string; evidence: string[]; found: string[] }[] = [];
+      for (const conv of conversations) {
+        for (const q of conv.questions) {
+          const ctx = await memory.onMessageInbound({ conversationId: conv.id, message: { role: 'user', content: q.question }, ...(q.now ? { now: q.now } : {}) });
+          const present = new Set(ctx.manifest.filter((e) => e.kind !== 'message').flatMap((e) => e.sourceIds));
+          results.push({ conversationId: conv.id, question: q.question, evidence: q.evidence, found: q.evidence.filter((e) => present.has(e)) });
+        }
+      }
+      const scored = results.filter((r) => r.evidence.length > 0);
+      const share = scored.reduce((n, r) => n + r.found.length / r.evidence.length, 0) / Math.max(1, scored.length);
+      out(json, { questions: results.length, evidenceShare: Number(share.toFixed(3)), results }, () => [
+        ...results.map((r) => `${r.evidence.length === 0 ? '-' : `${r.found.length}/${r.evidence.length}`}\t${r.conversationId}\t${r.question}`),
+        `evidence found: ${share.toFixed(3)} over ${scored.length} questions with evidence`,
+      ].join('\n'));
+      return 0;
+    }
+  }
+  throw new UsageError(`unknown command "${command}"`);
+}
+
+useJsTiktoken();
+main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (error: unknown) => {
+  const json = process.argv.includes('--json');
+  if (error instanceof UsageError) {
+    process.stderr.write(`pagewise: ${error.message}\n\n${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const e = isPagewiseError(error) ? error : new PagewiseError('STORAGE_ERROR', 'cli', String((error as Error)?.message ?? error));
+  if (json) process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message, ...(e.path ? { path: e.path } : {}) } })}\n`);
+  process.stderr.write(`pagewise: ${e.code}: ${e.message}\n`);
+  process.exitCode = 1;
+});

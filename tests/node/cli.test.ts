@@ -1,0 +1,61 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The CLI as a user runs it: a separate Node process, on a database file, reading stdout and the exit code.
+const dir = mkdtempSync(join(tmpdir(), 'pagewise-cli-'));
+const db = join(dir, 'memory.sqlite3');
+const LOCOMO = resolve(import.meta.dirname, '../../../shared/data/locomo/conv-26.json');
+const cli = (...args: string[]) => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../../src/cli.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) as Record<string, unknown> };
+};
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('npx pagewise (the CLI)', () => {
+  it('imports LoCoMo with progress, then status, retrieve, transform, tags, forget, export and import on the file', () => {
+    const imported = cli('import', LOCOMO, '--db', db, '--embedder', 'off', '--json');
+    expect(imported.code, imported.err).toBe(0);
+    expect(imported.json()).toEqual({ conversations: ['conv-26'], stored: 419 });
+    expect(imported.err).toMatch(/import: \d+\/214 batches/);
+    const status = cli('status', '--db', db, '--json');
+    expect((status.json().conversations as { id: string; turns: number }[])[0]).toMatchObject({ id: 'conv-26', turns: 419 });
+    const retrieved = cli('retrieve', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000');
+    expect(retrieved.code).toBe(0);
+    const r = retrieved.json() as { manifest: { kind: string; sourceIds: string[] }[]; budget: { total: number; available: number } };
+    expect(r.budget.total).toBeLessThanOrEqual(r.budget.available);
+    expect(r.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds)).toContain('D2:8'); // the dataset's evidence: adoption agencies
+    const transformed = cli('transform', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000');
+    expect(transformed.out).toContain('<prior-conversation>');
+    expect(transformed.out).toContain('[user] What did Caroline research?');
+    expect(cli('tags', '-c', 'conv-26', '--db', db, '--json').json()).toEqual(expect.arrayContaining([expect.objectContaining({ tag: 'caroline' })]));
+    const forgot = cli('forget', '-c', 'conv-26', '--message', 'D1:3', '--db', db, '--embedder', 'off', '--json');
+    expect(forgot.json()).toMatchObject({ messageIds: ['D1:3'], conversationRemoved: false });
+    const file = join(dir, 'export.json');
+    expect(cli('export', '-o', file, '--db', db, '--json').json()).toEqual({ file, conversations: 1 });
+    const copy = join(dir, 'copy.sqlite3');
+    expect(cli('import', file, '--db', copy, '--embedder', 'off', '--json').json()).toMatchObject({ turns: 418, skipped: 0 });
+    expect((JSON.parse(readFileSync(file, 'utf8')) as { conversations: { turns: unknown[] }[] }).conversations[0]!.turns).toHaveLength(418);
+  });
+
+  it('replays a benchmark file in memory and prints the evidence found', () => {
+    const replay = cli('replay', LOCOMO, '--embedder', 'off', '--window', '3000', '--json');
+    expect(replay.code, replay.err).toBe(0);
+    const out = replay.json() as { questions: number; evidenceShare: number };
+    expect(out.questions).toBe(199);
+    expect(out.evidenceShare).toBeGreaterThan(0.5);
+  });
+
+  it('exit codes a script can rely on: 2 for a bad command line, 1 with the error code for a refusal', () => {
+    expect(cli('frobnicate').code).toBe(2);
+    expect(cli('tags', '--db', db).code).toBe(2);
+    expect(cli('status', '--window', 'lots', '--db', db).code).toBe(2);
+    const refused = cli('forget', '-c', 'nope', '--db', db, '--embedder', 'off', '--json');
+    expect(refused.code).toBe(1);
+    expect(refused.json()).toMatchObject({ error: { code: 'CONVERSATION_NOT_FOUND' } });
+    expect(cli('config', 'validate', LOCOMO).code).toBe(1);
+    expect(cli('--help').code).toBe(0);
+  });
+});
