@@ -28,6 +28,7 @@ Commands (a database file: --db, default ./pagewise.sqlite3):
   export [-o FILE]             every stored original (--conversation: one) in pagewise's portable format
   forget [--message ID]… [--tag TAG]   forget --conversation, or some of its messages
   replay FILE                  import a benchmark file, ask its questions, print the evidence found
+  mcp [--http PORT]            an MCP server on the database: stdio, or Streamable HTTP at http://127.0.0.1:PORT/mcp
 
 Options: --db PATH · --conversation/-c ID · --json · --config FILE (engine options as JSON) ·
          --embedder default|off · --window N (contextWindow)
@@ -46,6 +47,7 @@ const options = {
   tag: { type: 'string' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
+  http: { type: 'string' },
 } as const;
 
 function out(json: boolean, value: unknown, text: () => string): void {
@@ -94,16 +96,33 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay'];
+  const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay', 'mcp'];
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
   // replay without --db works in memory: a benchmark run leaves no file behind.
   const storage = command === 'replay' && !v.db ? undefined : fileStorage(v.db ?? 'pagewise.sqlite3');
   const memory = await createMemory({ ...engineOptions(), ...(storage ? { storage } : {}) });
   try {
+    if (command === 'mcp') return await mcp(memory, v.http);
     return await run(memory, command, rest, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation });
   } finally {
     await memory.close();
   }
+}
+
+/** Serves the memory over MCP until the client goes (stdio) or the process is stopped (HTTP). */
+async function mcp(memory: Memory, http: string | undefined): Promise<number> {
+  const { serveMcpHttp, serveMcpStdio } = await import('./mcp.js');
+  if (http === undefined) {
+    await serveMcpStdio(memory);
+    await new Promise<void>((resolve) => { process.stdin.on('end', resolve); process.stdin.on('close', resolve); });
+    return 0;
+  }
+  if (!/^\d+$/.test(http)) throw new UsageError(`--http is a port number (got "${http}").`);
+  const server = await serveMcpHttp(memory, { port: Number(http) });
+  process.stderr.write(`pagewise MCP server at ${server.url}\n`);
+  await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+  await server.close();
+  return 0;
 }
 
 interface Context {
