@@ -1,38 +1,81 @@
 import { get, set } from 'idb-keyval';
 import { connect, type Memory } from '../src/client.js';
+import { parseConversationFile, type ImportedConversation } from '../src/formats.js';
+import { resolveOptions } from '../src/options.js';
 import type { AssembledContext, ChatMessage, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/types.js';
 import { offlineReply } from './responder.js';
+import { streamReply } from './llm.js';
 
-type Settings = { conversationId: string; contextWindow: number; reserveTokens: number; memoryTokens: number; protectedRecentTurns: number };
+type Provider = 'offline' | 'openai' | 'anthropic';
+interface Settings {
+  provider: Provider; baseUrl: string; model: string; apiKey: string;
+  contextWindow: number; reserveTokens: number; memoryTokens: number; protectedRecentTurns: number;
+}
+const ENGINE_KEYS = ['contextWindow', 'reserveTokens', 'memoryTokens', 'protectedRecentTurns'] as const;
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const el = <K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]) => {
+  const e = Object.assign(document.createElement(tag), props);
+  e.append(...children);
+  return e;
+};
 const settingsForm = $<HTMLFormElement>('settings');
 const statusEl = $('status');
 let memory: Memory | undefined;
 // The engine being started; sends wait for it instead of being lost during a restart.
 let starting: Promise<void> = Promise.resolve();
 let settings: Settings;
+let conversationId = 'demo';
 let last: AssembledContext | undefined;
+// Replay: the loaded file's questions, and the evidence of the one asked last.
+let replay: ImportedConversation | undefined;
+let evidence = new Set<string>();
 
-function readSettings(): Settings {
+function readForm(): Settings {
   const f = new FormData(settingsForm);
+  const n = (k: string) => Number(f.get(k));
   return {
-    conversationId: String(f.get('conversationId') || 'demo'),
-    contextWindow: Number(f.get('contextWindow')),
-    reserveTokens: Number(f.get('reserveTokens')),
-    memoryTokens: Number(f.get('memoryTokens')),
-    protectedRecentTurns: Number(f.get('protectedRecentTurns')),
+    provider: String(f.get('provider')) as Provider, baseUrl: String(f.get('baseUrl') ?? '').trim(), model: String(f.get('model') ?? '').trim(),
+    apiKey: String(f.get('apiKey') ?? ''), contextWindow: n('contextWindow'), reserveTokens: n('reserveTokens'), memoryTokens: n('memoryTokens'),
+    protectedRecentTurns: n('protectedRecentTurns'),
   };
 }
 
-function writeSettings(s: Settings): void {
-  for (const [k, v] of Object.entries(s)) (settingsForm.elements.namedItem(k) as HTMLInputElement).value = String(v);
+function writeForm(s: Settings): void {
+  for (const [k, v] of Object.entries(s)) {
+    const input = settingsForm.elements.namedItem(k) as HTMLInputElement | HTMLSelectElement | null;
+    if (input) input.value = String(v);
+  }
 }
 
-function showError(e: unknown): void {
+/** Checks settings before anything is saved: the engine's own validation, and a usable endpoint. */
+function validate(s: Settings): string | null {
+  try {
+    resolveOptions({ contextWindow: s.contextWindow, reserveTokens: s.reserveTokens, memoryTokens: s.memoryTokens, protectedRecentTurns: s.protectedRecentTurns });
+  } catch (e) {
+    return (e as Error).message;
+  }
+  if (s.provider !== 'offline') {
+    try {
+      const url = new URL(s.baseUrl);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'base URL must be http(s)';
+    } catch {
+      return `base URL "${s.baseUrl}" is not a URL (e.g. http://localhost:11434/v1)`;
+    }
+    if (!s.model) return 'model is required (the name your endpoint serves)';
+  }
+  return null;
+}
+
+function showMode(): void {
+  $('mode').textContent = settings.provider === 'offline' ? '· offline: replies come from memory alone and are not stored'
+    : `· ${settings.provider === 'openai' ? 'OpenAI-compatible' : 'Anthropic'} ${settings.model} at ${settings.baseUrl}`;
+  document.body.dataset.provider = settings.provider;
+}
+
+function showError(e: unknown, where: HTMLElement = statusEl): void {
   const err = e as { code?: string; message?: string };
-  statusEl.innerHTML = '';
-  statusEl.append(Object.assign(document.createElement('span'), { className: 'error', textContent: `${err.code ?? 'error'}: ${err.message ?? String(e)}` }));
+  where.replaceChildren(el('span', { className: 'error', textContent: `${err.code ?? 'error'}: ${err.message ?? String(e)}` }));
 }
 
 const modelEl = $('model');
@@ -54,7 +97,7 @@ function showModel(p: ModelProgress): void {
 
 /** The background queue's progress for the open conversation. */
 function showEmbedded(p: EmbeddingProgress): void {
-  if (p.conversationId !== settings.conversationId) return;
+  if (p.conversationId !== conversationId) return;
   $('embedded').textContent = `${p.embedded}/${p.total} turns and summaries embedded`;
   document.body.dataset.embedded = `${p.embedded}/${p.total}`;
 }
@@ -62,97 +105,169 @@ function showEmbedded(p: EmbeddingProgress): void {
 function restart(): void {
   statusEl.textContent = 'starting the worker…';
   document.body.dataset.ready = 'false';
-  starting = start().catch(showError);
+  starting = start().catch((e) => showError(e));
 }
 
 async function start(): Promise<void> {
   await memory?.close();
   memory = undefined;
-  settings = readSettings();
-  await set('pagewise-demo-settings', settings);
-  const { conversationId: _c, ...options } = settings;
+  const options = Object.fromEntries(ENGINE_KEYS.map((k) => [k, settings[k]]));
   memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
   statusEl.textContent = 'ready · SQLite on OPFS in a worker';
   document.body.dataset.ready = 'true';
-  await renderTurns();
+  await refresh();
 }
 
 async function storedTurns(): Promise<StoredTurn[]> {
   if (!memory) return [];
-  return memory.turns(settings.conversationId, { limit: 5000 }).catch((e: { code?: string }) => {
+  return memory.turns(conversationId, { limit: 5000 }).catch((e: { code?: string }) => {
     if (e.code === 'CONVERSATION_NOT_FOUND') return [];
     throw e;
   });
 }
 
+async function refresh(): Promise<void> {
+  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries()]);
+}
+
+async function renderConversations(): Promise<void> {
+  if (!memory) return;
+  const stored = await memory.conversations();
+  const ids = stored.some((c) => c.id === conversationId) ? stored : [{ id: conversationId, turns: 0, createdAt: '', updatedAt: '' }, ...stored];
+  $('conversations').replaceChildren(...ids.map((c) => el('li', {}, el('button', {
+    type: 'button', textContent: `${c.id} (${c.turns})`, className: c.id === conversationId ? 'current' : '',
+    onclick: () => { void switchTo(c.id); },
+  }))));
+}
+
+async function renderTopics(): Promise<void> {
+  if (!memory) return;
+  const tags = await memory.tags(conversationId);
+  $('topics').replaceChildren(...tags.filter((t) => t.units > 1).slice(0, 24).map((t) => el('li', { textContent: `${t.tag} · ${t.units} exchanges · last at #${t.lastSeq ?? '?'}` })));
+}
+
+async function renderSummaries(): Promise<void> {
+  if (!memory) return;
+  const summaries = await memory.summaries(conversationId);
+  $('summaries').replaceChildren(...summaries.slice(-30).map((s) => el('li', {}, el('span', { className: 'meta', textContent: `${s.kind} · level ${s.level} · turns ${s.firstSeq}–${s.lastSeq}${s.tag ? ` · ${s.tag}` : ''}` }), s.text)));
+}
+
+async function switchTo(id: string): Promise<void> {
+  conversationId = id;
+  last = undefined;
+  evidence = new Set();
+  await set('pagewise-demo-conversation', id);
+  clearInspector();
+  await refresh();
+}
+
 async function renderTurns(): Promise<void> {
   const turns = await storedTurns();
-  const sent = new Set(last?.manifest.filter((e) => e.kind !== 'recall' && e.placement === 'messages').flatMap((e) => e.sourceIds));
+  const sent = new Set(last?.manifest.filter((e) => e.kind !== 'recall').flatMap((e) => e.sourceIds));
   const recalled = new Set(last?.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds));
-  const list = $('turns');
-  list.replaceChildren(...turns.map((t) => {
-    const li = document.createElement('li');
-    li.className = `${t.role}${sent.has(t.id) ? ' in-context' : ''}${recalled.has(t.id) ? ' recalled' : ''}`;
+  $('turns').replaceChildren(...turns.map((t) => {
+    const classes = [t.role, sent.has(t.id) ? 'in-context' : '', recalled.has(t.id) ? 'recalled' : '', evidence.has(t.id) ? 'evidence' : ''];
+    const li = el('li', { className: classes.filter(Boolean).join(' '), id: `turn-${t.id}` });
     li.dataset.id = t.id;
-    const meta = Object.assign(document.createElement('span'), { className: 'meta', textContent: `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')}` });
-    li.append(meta, document.createTextNode(t.text));
+    li.append(el('span', { className: 'meta', textContent: `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')}` }), t.text);
     return li;
   }));
-  $('turn-count').textContent = `${turns.length} stored turns · green: sent last time · dashed: recalled`;
-  if (memory) showEmbedded(await memory.embeddingStatus(settings.conversationId));
+  $('turn-count').textContent = `${turns.length} stored · green: sent as history · dashed: recalled${evidence.size ? ' · blue: the question\'s evidence' : ''}`;
+  if (memory) showEmbedded(await memory.embeddingStatus(conversationId));
+  const list = $('turns');
   list.scrollTop = list.scrollHeight;
 }
 
+function clearInspector(): void {
+  for (const id of ['budget', 'legend', 'dropped', 'flags', 'sent']) $(id).replaceChildren();
+  $('manifest').querySelector('tbody')!.replaceChildren();
+}
+
+// The budget's parts in the order they are spent, each with its colour in the bar and the legend.
+const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint'], ['recalled', 'recalled memory'], ['history', 'history'], ['message', 'new message'], ['overhead', 'overhead'], ['free', 'free'], ['reserve', 'reserve (reply)']];
+
 function renderContext(ctx: AssembledContext): void {
   const b = ctx.budget;
-  const parts: [string, number][] = [['prefix', b.prefix], ['memory', b.memory], ['history', b.history], ['message', b.message], ['overhead', b.overhead], ['free', b.free], ['reserve', b.reserve]];
-  $('budget').replaceChildren(...parts.filter(([, n]) => n > 0).map(([k, n]) => {
-    const s = document.createElement('span');
-    s.className = `b-${k}`;
-    s.style.width = `${(100 * n) / b.window}%`;
-    s.title = `${k}: ${n} tokens`;
+  const size: Record<string, number> = {
+    prefix: b.prefix, hint: b.topics, recalled: b.memory - b.topics, history: b.history, message: b.message, overhead: b.overhead, free: b.free, reserve: b.reserve,
+  };
+  $('budget').replaceChildren(...PARTS.filter(([k]) => size[k]! > 0).map(([k, label]) => {
+    const s = el('span', { className: `b-${k}`, title: `${label}: ${size[k]} tokens` });
+    s.style.width = `${(100 * size[k]!) / b.window}%`;
     return s;
   }));
-  $('budget-figures').replaceChildren(...parts.flatMap(([k, n]) => [
-    Object.assign(document.createElement('dt'), { textContent: k }),
-    Object.assign(document.createElement('dd'), { textContent: String(n) }),
-  ]), Object.assign(document.createElement('dt'), { textContent: 'total / available' }), Object.assign(document.createElement('dd'), { textContent: `${b.total} / ${b.available} (${b.encoding}${b.exact ? '' : ', estimate'})` }));
+  $('legend').replaceChildren(...PARTS.map(([k, label]) => el('li', {}, el('i', { className: `b-${k}` }), `${label} ${size[k]}`)),
+    el('li', { className: 'total', textContent: `total ${b.total} of ${b.available} (${b.encoding}${b.exact ? '' : ', estimate'})` }));
+  $('flags').textContent = [ctx.broad ? 'broad question' : '', ctx.temporal ? 'temporal question' : '', ctx.matchedTags.length ? `tags: ${ctx.matchedTags.slice(0, 6).join(', ')}` : ''].filter(Boolean).join(' · ');
   $('manifest').querySelector('tbody')!.replaceChildren(...ctx.manifest.map((e) => {
-    const tr = document.createElement('tr');
-    for (const cell of [e.kind, e.placement, String(e.tokens), `${e.sourceIds.length}`, JSON.stringify(e.scores), e.reason]) {
-      tr.append(Object.assign(document.createElement('td'), { textContent: cell }));
-    }
-    return tr;
+    const sources = el('td', { className: 'sources' });
+    // Long engine-made ids (pw_<uuid>) are shortened; the whole id is the link's title.
+    for (const id of e.sourceIds.slice(0, 6)) sources.append(el('a', { href: `#turn-${id}`, title: id, textContent: id.length > 12 ? `${id.slice(0, 9)}…` : id, onclick: (ev: Event) => { ev.preventDefault(); jump(id); } }), ' ');
+    if (e.sourceIds.length > 6) sources.append(`+${e.sourceIds.length - 6}`);
+    const scores = el('td', { className: 'scores', textContent: Object.entries(e.scores).map(([k, v]) => `${k}: ${typeof v === 'number' ? Number(v.toPrecision(3)) : String(v)}`).join('\n') });
+    return el('tr', {}, el('td', { textContent: e.kind }), el('td', { textContent: String(e.tokens) }), sources, scores, el('td', { textContent: e.reason }));
   }));
-  $('dropped').replaceChildren(...ctx.dropped.map((d) => Object.assign(document.createElement('li'), {
+  $('dropped').replaceChildren(...ctx.dropped.map((d) => el('li', {
     textContent: `${d.kind}: ${d.range ? `${d.range.count} turns` : `${d.sourceIds.length} turns`}, ${d.tokens} tokens — ${d.reason}`,
   })));
-  $('prepend').textContent = [ctx.prependText, ctx.recallText].filter(Boolean).join('\n\n') || '(nothing recalled: everything relevant is already in the messages)';
+  $('sent').textContent = [
+    ...(ctx.prependText ? [`[system, prependText]\n${ctx.prependText}`] : []),
+    ...ctx.messages.map((m) => `[${m.role}${m.name ? ` ${m.name}` : ''}]\n${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`),
+  ].join('\n\n');
+}
+
+function jump(id: string): void {
+  const target = document.getElementById(`turn-${id}`);
+  if (!target) return;
+  target.scrollIntoView({ block: 'center' });
+  target.classList.add('flash');
+  setTimeout(() => target.classList.remove('flash'), 1200);
+}
+
+/** The reply's bubble while it streams (or the offline answer, which is shown and not stored). */
+function liveBubble(label: string): HTMLElement {
+  const li = el('li', { className: 'assistant live' }, el('span', { className: 'meta', textContent: label }));
+  const body = el('span', { className: 'body' });
+  li.append(body);
+  $('turns').append(li);
+  return body;
 }
 
 async function send(text: string): Promise<void> {
   await starting;
-  if (!memory) return;
-  const conversationId = settings.conversationId;
+  if (!memory) throw new Error('the memory is not ready');
   const message: ChatMessage = { id: crypto.randomUUID(), role: 'user', content: text };
   const ctx = await memory.onMessageInbound({ conversationId, message });
-  const reply: ChatMessage = { id: crypto.randomUUID(), role: 'assistant', content: offlineReply(ctx, text) };
-  await memory.onTurnComplete({ conversationId, messages: [message, reply] });
   last = ctx;
   renderContext(ctx);
+  if (settings.provider === 'offline') {
+    // Offline: only the user's message is stored; the answer is made from memory and shown, never remembered.
+    await memory.onTurnComplete({ conversationId, messages: [message] });
+    await renderTurns();
+    liveBubble('offline · from memory alone · not stored').textContent = offlineReply(ctx, text);
+    return;
+  }
   await renderTurns();
+  const body = liveBubble(`${settings.model} · streaming…`);
+  const reply = await streamReply({ ...settings, provider: settings.provider }, ctx, (delta) => { body.textContent += delta; });
+  await memory.onTurnComplete({ conversationId, messages: [message, { id: crypto.randomUUID(), role: 'assistant', content: reply }] });
+  await refresh();
 }
 
-const FILLER = ['the weather this week', 'a new pasta recipe', 'weekend hiking plans', 'a podcast episode', 'the football match', 'repainting the kitchen', 'a sci-fi novel', 'learning the guitar'];
-
+const input = $<HTMLTextAreaElement>('input');
 $<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   e.preventDefault();
-  const input = $<HTMLTextAreaElement>('input');
   const text = input.value.trim();
-  if (!text) return;
-  input.value = '';
-  send(text).catch(showError);
+  const error = $('send-error');
+  if (!text) { error.textContent = 'Type a message first.'; return; }
+  error.textContent = '';
+  $<HTMLButtonElement>('send').disabled = true;
+  // The text stays in the box until it is stored: a refused or failed message is never lost.
+  send(text).then(() => { if (input.value.trim() === text) input.value = ''; }, (err: unknown) => showError(err, error))
+    .finally(() => { $<HTMLButtonElement>('send').disabled = false; });
 });
+
+const FILLER = ['the weather this week', 'a new pasta recipe', 'weekend hiking plans', 'a podcast episode', 'the football match', 'repainting the kitchen', 'a sci-fi novel', 'learning the guitar'];
 
 async function seed(): Promise<void> {
   await starting;
@@ -162,21 +277,118 @@ async function seed(): Promise<void> {
     const topic = FILLER[(base + i) % FILLER.length]!;
     return [
       { role: 'user' as const, content: `Small talk ${base + i}: what do you think about ${topic}?` },
-      { role: 'assistant' as const, content: `(offline responder) ${topic} sounds nice; tell me more.` },
+      { role: 'assistant' as const, content: `I like ${topic}; there is always something new in it.` },
     ];
   }).flat();
-  await memory.onTurnComplete({ conversationId: settings.conversationId, messages });
-  await renderTurns();
+  await memory.onTurnComplete({ conversationId, messages });
+  await refresh();
 }
+$<HTMLButtonElement>('seed').addEventListener('click', () => { seed().catch((e) => showError(e)); });
 
-$<HTMLButtonElement>('seed').addEventListener('click', () => { seed().catch(showError); });
+$<HTMLButtonElement>('compact').addEventListener('click', () => {
+  void (async () => {
+    if (!memory) return;
+    const report = await memory.compact(conversationId);
+    $('compaction').textContent = report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact yet';
+    await refresh();
+  })().catch((e) => showError(e, $('compaction')));
+});
+
+$<HTMLButtonElement>('new-conversation').addEventListener('click', () => { void switchTo(`chat-${Date.now().toString(36)}`); });
+$<HTMLButtonElement>('delete-conversation').addEventListener('click', () => {
+  void (async () => {
+    if (!memory || !confirm(`Forget "${conversationId}" with everything derived from it?`)) return;
+    await memory.forget({ conversationId }).catch((e: { code?: string }) => { if (e.code !== 'CONVERSATION_NOT_FOUND') throw e; });
+    const rest = await memory.conversations();
+    await switchTo(rest[0]?.id ?? 'demo');
+  })().catch((e) => showError(e));
+});
+
+$<HTMLButtonElement>('export').addEventListener('click', () => {
+  void (async () => {
+    if (!memory) return;
+    const data = await memory.export();
+    const a = el('a', { href: URL.createObjectURL(new Blob([JSON.stringify(data)], { type: 'application/json' })), download: 'pagewise-export.json' });
+    a.click();
+    URL.revokeObjectURL(a.href);
+  })().catch((e) => showError(e));
+});
+
+/** A pagewise export is imported; a LoCoMo / LongMemEval / JSONL file is replayed turn by turn, with progress. */
+$<HTMLInputElement>('import').addEventListener('change', (e) => {
+  const file = (e.target as HTMLInputElement).files?.[0];
+  if (!file) return;
+  void (async () => {
+    await starting;
+    if (!memory) return;
+    const text = await file.text();
+    const status = $('import-status');
+    const bar = $<HTMLProgressElement>('import-progress');
+    const parsed = text.trimStart().startsWith('{') ? (() => { try { return JSON.parse(text) as { format?: string }; } catch { return null; } })() : null;
+    if (parsed?.format === 'pagewise') {
+      const report = await memory.import(parsed as never);
+      status.textContent = `imported ${report.turns} messages (${report.skipped} already stored)`;
+      await refresh();
+      return;
+    }
+    const conversations = parseConversationFile(text, file.name.replace(/\.[^.]+$/, ''));
+    const conv = conversations[0]!;
+    const total = conv.batches.length;
+    bar.hidden = false;
+    conversationId = conv.id;
+    for (let i = 0; i < total; i++) {
+      await memory.onTurnComplete({ conversationId: conv.id, messages: conv.batches[i]! });
+      bar.value = (i + 1) / total;
+      status.textContent = `replaying ${conv.id}: ${i + 1}/${total} batches`;
+    }
+    bar.hidden = true;
+    status.textContent = `${conv.id}: ${total} batches stored${conversations.length > 1 ? ` (the first of ${conversations.length} conversations)` : ''}; ${conv.questions.length} questions`;
+    replay = conv;
+    renderQuestions();
+    await switchTo(conv.id);
+  })().catch((err) => showError(err, $('import-status')));
+});
+
+function renderQuestions(): void {
+  const panel = $('replay-panel');
+  panel.hidden = !replay || replay.questions.length === 0;
+  $('questions').replaceChildren(...(replay?.questions ?? []).slice(0, 200).map((q) => el('li', {}, el('button', {
+    type: 'button', className: 'linkish', textContent: q.question,
+    onclick: () => {
+      void (async () => {
+        if (!memory) return;
+        evidence = new Set(q.evidence);
+        const ctx = await memory.onMessageInbound({ conversationId, message: { role: 'user', content: q.question }, ...(q.now ? { now: q.now } : {}) });
+        last = ctx;
+        renderContext(ctx);
+        await renderTurns();
+        const found = q.evidence.filter((id) => ctx.manifest.some((m) => m.kind !== 'message' && m.sourceIds.includes(id)));
+        $('import-status').textContent = `"${q.question}": ${found.length}/${q.evidence.length} evidence turns in the context${q.answer ? ` · answer: ${q.answer}` : ''}`;
+        if (q.evidence[0]) jump(q.evidence[0]);
+      })().catch((e) => showError(e, $('import-status')));
+    },
+  }))));
+}
 
 settingsForm.addEventListener('submit', (e) => {
   e.preventDefault();
+  const next = readForm();
+  const problem = validate(next);
+  const error = $('settings-error');
+  // Nothing is saved until it is valid.
+  if (problem) { error.textContent = problem; return; }
+  error.textContent = '';
+  const restartNeeded = !settings || ENGINE_KEYS.some((k) => settings[k] !== next[k]);
+  settings = next;
+  void set('pagewise-demo-settings', settings);
+  showMode();
   last = undefined;
-  restart();
+  if (restartNeeded) restart();
 });
 
 const saved = await get<Settings>('pagewise-demo-settings');
-if (saved) writeSettings(saved);
+if (saved) writeForm({ ...readForm(), ...saved });
+settings = readForm();
+conversationId = (await get<string>('pagewise-demo-conversation')) ?? 'demo';
+showMode();
 restart();
