@@ -163,13 +163,20 @@ async function switchTo(id: string): Promise<void> {
 
 async function renderTurns(): Promise<void> {
   const turns = await storedTurns();
+  const pinned = new Set(memory && turns.length > 0 ? await memory.pins(conversationId) : []);
+  $('pins').replaceChildren(...[...pinned].map((id) => el('li', {}, el('a', { href: `#turn-${id}`, title: id, textContent: turns.find((t) => t.id === id)?.text.slice(0, 60) ?? id, onclick: (ev: Event) => { ev.preventDefault(); jump(id); } }))));
   const sent = new Set(last?.manifest.filter((e) => e.kind !== 'recall').flatMap((e) => e.sourceIds));
   const recalled = new Set(last?.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds));
   $('turns').replaceChildren(...turns.map((t) => {
     const classes = [t.role, sent.has(t.id) ? 'in-context' : '', recalled.has(t.id) ? 'recalled' : '', evidence.has(t.id) ? 'evidence' : ''];
     const li = el('li', { className: classes.filter(Boolean).join(' '), id: `turn-${t.id}` });
     li.dataset.id = t.id;
-    li.append(el('span', { className: 'meta', textContent: `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')}` }), t.text);
+    const pin = el('button', {
+      type: 'button', className: 'pin', textContent: pinned.has(t.id) ? 'unpin' : 'pin', title: 'A pinned message is recalled first whenever it is not in the history sent',
+      onclick: () => { void (pinned.has(t.id) ? memory!.unpin(conversationId, t.id) : memory!.pin(conversationId, t.id)).then(renderTurns, (e) => showError(e)); },
+    });
+    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin), t.text);
+    if (pinned.has(t.id)) li.classList.add('pinned');
     return li;
   }));
   $('turn-count').textContent = `${turns.length} stored · green: sent as history · dashed: recalled${evidence.size ? ' · blue: the question\'s evidence' : ''}`;

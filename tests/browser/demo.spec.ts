@@ -125,6 +125,10 @@ test('the demo: offline and streamed chat, settings checked before saving, nothi
     await expect(tab.locator('#legend')).toContainText('recalled memory');
     expect(await overflow()).toBeLessThanOrEqual(0);
     await shot('2-recall-1400px');
+    // Pins: a pinned message is listed and marked.
+    await stored().first().locator('button.pin').click();
+    await expect(tab.locator('#pins li')).toHaveCount(1);
+    await expect(stored().first()).toHaveClass(/pinned/);
     await tab.click('#compact');
     await expect(tab.locator('#compaction')).toContainText(/compacted|nothing/);
     await tab.setViewportSize({ width: 600, height: 900 });
