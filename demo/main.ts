@@ -2,7 +2,7 @@ import { get, set } from 'idb-keyval';
 import { connect, type Memory } from '../src/client.js';
 import { parseConversationFile, type ImportedConversation } from '../src/formats.js';
 import { resolveOptions } from '../src/options.js';
-import type { AssembledContext, ChatMessage, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/types.js';
+import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/types.js';
 import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
 
@@ -30,6 +30,35 @@ let last: AssembledContext | undefined;
 // Replay: the loaded file's questions, and the evidence of the one asked last.
 let replay: ImportedConversation | undefined;
 let evidence = new Set<string>();
+
+// Each request's context, by the id of the message it was assembled for (the last 40 of a conversation, kept with
+// idb-keyval so a reload keeps them): a stored turn's "inspect" shows what was sent with it.
+const INSPECTED = 40;
+let inspections = new Map<string, AssembledContext>();
+const inspectKey = () => `pagewise-demo-inspect:${conversationId}`;
+async function loadInspections(): Promise<void> {
+  inspections = new Map((await get<[string, AssembledContext][]>(inspectKey())) ?? []);
+}
+async function keepInspection(id: string, ctx: AssembledContext): Promise<void> {
+  inspections.set(id, ctx);
+  while (inspections.size > INSPECTED) inspections.delete(inspections.keys().next().value as string);
+  await set(inspectKey(), [...inspections]);
+}
+
+// The compaction log: every compaction a call reported (hard, soft, manual), newest first.
+const logKey = () => `pagewise-demo-compactions:${conversationId}`;
+async function logCompaction(report: CompactionReport | null): Promise<void> {
+  if (!report) return;
+  const log = (await get<(CompactionReport & { at: string })[]>(logKey())) ?? [];
+  log.unshift({ ...report, at: new Date().toISOString() });
+  await set(logKey(), log.slice(0, 50));
+}
+async function renderCompactionLog(): Promise<void> {
+  const log = (await get<(CompactionReport & { at: string })[]>(logKey())) ?? [];
+  $('compaction-log').replaceChildren(...log.map((r) => el('li', {
+    textContent: `${r.at.slice(11, 19)} · ${r.trigger}: ${r.turnsCompacted} turns → ${r.summariesMade} summaries, ${r.tokensFreed} tokens freed${r.tagsCovered.length ? ` (${r.tagsCovered.slice(0, 4).join(', ')})` : ''}`,
+  })));
+}
 
 function readForm(): Settings {
   const f = new FormData(settingsForm);
@@ -127,7 +156,7 @@ async function storedTurns(): Promise<StoredTurn[]> {
 }
 
 async function refresh(): Promise<void> {
-  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries()]);
+  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries(), renderCompactionLog()]);
 }
 
 async function renderConversations(): Promise<void> {
@@ -157,6 +186,7 @@ async function switchTo(id: string): Promise<void> {
   last = undefined;
   evidence = new Set();
   await set('pagewise-demo-conversation', id);
+  await loadInspections();
   clearInspector();
   await refresh();
 }
@@ -172,10 +202,12 @@ async function renderTurns(): Promise<void> {
     const li = el('li', { className: classes.filter(Boolean).join(' '), id: `turn-${t.id}` });
     li.dataset.id = t.id;
     const pin = el('button', {
-      type: 'button', className: 'pin', textContent: pinned.has(t.id) ? 'unpin' : 'pin', title: 'A pinned message is recalled first whenever it is not in the history sent',
+      type: 'button', className: 'mini pin', textContent: pinned.has(t.id) ? 'unpin' : 'pin', title: 'A pinned message is recalled first whenever it is not in the history sent',
       onclick: () => { void (pinned.has(t.id) ? memory!.unpin(conversationId, t.id) : memory!.pin(conversationId, t.id)).then(renderTurns, (e) => showError(e)); },
     });
-    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin), t.text);
+    const seen = inspections.get(t.id);
+    const inspect = seen ? el('button', { type: 'button', className: 'mini inspect', textContent: 'inspect', title: 'Show what was sent with this message', onclick: () => { last = seen; renderContext(seen); void renderTurns(); } }) : '';
+    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspect), t.text);
     if (pinned.has(t.id)) li.classList.add('pinned');
     return li;
   }));
@@ -247,9 +279,11 @@ async function send(text: string): Promise<void> {
   const ctx = await memory.onMessageInbound({ conversationId, message });
   last = ctx;
   renderContext(ctx);
+  await keepInspection(message.id!, ctx);
   if (settings.provider === 'offline') {
     // Offline: only the user's message is stored; the answer is made from memory and shown, never remembered.
-    await memory.onTurnComplete({ conversationId, messages: [message] });
+    await logCompaction((await memory.onTurnComplete({ conversationId, messages: [message] })).compaction);
+    await renderCompactionLog();
     await renderTurns();
     liveBubble('offline · from memory alone · not stored').textContent = offlineReply(ctx, text);
     return;
@@ -257,7 +291,8 @@ async function send(text: string): Promise<void> {
   await renderTurns();
   const body = liveBubble(`${settings.model} · streaming…`);
   const reply = await streamReply({ ...settings, provider: settings.provider }, ctx, (delta) => { body.textContent += delta; });
-  await memory.onTurnComplete({ conversationId, messages: [message, { id: crypto.randomUUID(), role: 'assistant', content: reply }] });
+  await logCompaction((await memory.onTurnComplete({ conversationId, messages: [message, { id: crypto.randomUUID(), role: 'assistant', content: reply }] })).compaction);
+  for (const r of await memory.flush()) await logCompaction(r);
   await refresh();
 }
 
@@ -287,7 +322,7 @@ async function seed(): Promise<void> {
       { role: 'assistant' as const, content: `I like ${topic}; there is always something new in it.` },
     ];
   }).flat();
-  await memory.onTurnComplete({ conversationId, messages });
+  await logCompaction((await memory.onTurnComplete({ conversationId, messages })).compaction);
   await refresh();
 }
 $<HTMLButtonElement>('seed').addEventListener('click', () => { seed().catch((e) => showError(e)); });
@@ -296,6 +331,7 @@ $<HTMLButtonElement>('compact').addEventListener('click', () => {
   void (async () => {
     if (!memory) return;
     const report = await memory.compact(conversationId);
+    await logCompaction(report);
     $('compaction').textContent = report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact yet';
     await refresh();
   })().catch((e) => showError(e, $('compaction')));
@@ -397,5 +433,6 @@ const saved = await get<Settings>('pagewise-demo-settings');
 if (saved) writeForm({ ...readForm(), ...saved });
 settings = readForm();
 conversationId = (await get<string>('pagewise-demo-conversation')) ?? 'demo';
+await loadInspections();
 showMode();
 restart();

@@ -131,6 +131,12 @@ test('the demo: offline and streamed chat, settings checked before saving, nothi
     await expect(stored().first()).toHaveClass(/pinned/);
     await tab.click('#compact');
     await expect(tab.locator('#compaction')).toContainText(/compacted|nothing/);
+    // The seeding crossed the hard threshold: the log shows that compaction.
+    await expect(tab.locator('#compaction-log li').filter({ hasText: 'hard' })).not.toHaveCount(0);
+    // Each message keeps what was sent with it: the first one's inspector comes back.
+    await stored().first().locator('button.inspect').click();
+    await expect(tab.locator('#sent')).toContainText('My sister Priya moves to Lisbon on the 14th of March.');
+    await expect(tab.locator('#sent')).not.toContainText('sibling');
     await tab.setViewportSize({ width: 600, height: 900 });
     expect(await overflow()).toBeLessThanOrEqual(0);
     await shot('3-narrow');
