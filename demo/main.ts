@@ -283,8 +283,7 @@ async function send(text: string): Promise<void> {
   if (settings.provider === 'offline') {
     // Offline: only the user's message is stored; the answer is made from memory and shown, never remembered.
     await logCompaction((await memory.onTurnComplete({ conversationId, messages: [message] })).compaction);
-    await renderCompactionLog();
-    await renderTurns();
+    await refresh();
     liveBubble('offline · from memory alone · not stored').textContent = offlineReply(ctx, text);
     return;
   }
