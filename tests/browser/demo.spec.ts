@@ -162,7 +162,8 @@ test('the demo: offline and streamed chat, settings checked before saving, nothi
     await expect(tab.locator('#turns li.evidence')).toHaveCount(1);
     await shot('4-replay');
   } finally {
-    await wipeDemo(tab);
+    // Cleanup must not hide the test's own failure (a page mid-reload has no context to evaluate in).
+    await tab.waitForLoadState().then(() => wipeDemo(tab)).catch(() => undefined);
     await new Promise<void>((ok) => llm.close(() => ok()));
   }
 });
