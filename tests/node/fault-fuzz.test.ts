@@ -44,6 +44,21 @@ const METHODS: Record<string, fc.Arbitrary<unknown[]>> = {
   'aliases.remove': fc.tuple(often(fc.constantFrom('db', 'feeds')), scope),
   'aliases.list': fc.tuple(scope),
   'aliases.suggest': fc.tuple(often(fc.integer({ min: 1, max: 20 })), scope),
+  export: fc.tuple(often(fc.oneof(hostileConversationId, fc.constantFrom(undefined, 'c', 'nope')))),
+  exportDatabase: fc.tuple(),
+  import: fc.tuple(often(fc.record({
+    format: often(fc.constantFrom('pagewise', 'other')), version: often(fc.constantFrom(1, 2, '1')),
+    conversations: often(fc.array(fc.record({
+      id: hostileConversationId,
+      turns: often(fc.array(fc.oneof({ weight: 4, arbitrary: validMessage.map((m) => ({ ...(m as object), id: 'x1', createdAt: '2026-01-01T00:00:00Z' })) }, { weight: 1, arbitrary: hostileMessage }), { maxLength: 3 })),
+      pins: often(fc.array(fc.record({ messageId: hostileString }), { maxLength: 2 })),
+    }, { requiredKeys: ['id'] }), { maxLength: 2 })),
+  }, { requiredKeys: [] }))),
+  // Last: a forget that succeeds removes what later calls would use.
+  forget: fc.tuple(often(fc.record({
+    conversationId: hostileConversationId, messageIds: often(fc.array(fc.constantFrom('u1', 'a1', 'nope'), { maxLength: 2 })),
+    tag: often(fc.oneof(hostileString, fc.constantFrom('feed', 'rome'))),
+  }, { requiredKeys: ['conversationId'] }))),
 };
 
 type Outcome = { calls: number; results: number; errors: Record<string, number> };
@@ -125,7 +140,7 @@ describe('every public method under hostile input (fast-check)', () => {
         }
         o.results++;
         await check(name, list, result);
-      }), { seed: FAULT_SEED, numRuns: name === 'conversations' || name === 'tools' ? 5 : RUNS, endOnFailure: true });
+      }), { seed: FAULT_SEED, numRuns: name === 'conversations' || name === 'tools' || name === 'exportDatabase' ? 5 : RUNS, endOnFailure: true });
     });
   }
 
