@@ -1,26 +1,9 @@
+import { readSse } from '../src/text/sse.js';
 import type { AssembledContext, ChatMessage } from '../src/types.js';
 
 interface Endpoint { provider: 'openai' | 'anthropic'; baseUrl: string; model: string; apiKey: string }
 
 const text = (m: ChatMessage) => (typeof m.content === 'string' ? m.content : m.content === null ? '' : m.content.map((p) => p.text).join('\n'));
-
-/** Reads an SSE body, calling `onData` with each event's data. */
-async function readSse(body: ReadableStream<Uint8Array>, onData: (data: string) => void): Promise<void> {
-  const reader = body.pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let cut: number;
-    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, '');
-      const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
-      if (data) onData(data);
-    }
-  }
-}
 
 /**
  * Streams a reply from an OpenAI-compatible endpoint or Anthropic, with pagewise's assembled context as the request:

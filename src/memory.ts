@@ -1,0 +1,62 @@
+// The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
+import type { ExportData, ForgetInput, ForgetReport, ImportReport } from './data-control.js';
+import type { CostReport } from './llm/ledger.js';
+import type { AliasApi } from './tags/tag-canonicalizer.js';
+import type { TagStat } from './tags/tag-store.js';
+import type {
+  AssembledContext, CompactionReport, ConversationInfo, EmbeddingProgress, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
+} from './types.js';
+
+/** The engine: the two hooks around an LLM call, plus inspection. Same methods in-process and over a worker. */
+export interface Memory {
+  /** Before the LLM request: retrieve and assemble a context that fits the budget, and say what is in it and why. */
+  onMessageInbound(input: InboundInput): Promise<AssembledContext>;
+  /** After the response: store what is new (verbatim, once) and index it. */
+  onTurnComplete(input: TurnInput): Promise<TurnReport>;
+  /** Stored conversations, most recently updated first. */
+  conversations(): Promise<ConversationInfo[]>;
+  /** Stored turns of a conversation in order, from `from` (seq, default 0), at most `limit` (default 1000). */
+  turns(conversationId: string, range?: { from?: number; limit?: number }): Promise<StoredTurn[]>;
+  /** Tags of a conversation with their statistics (units carrying each, first and last turn, last used), most used first. */
+  tags(conversationId: string): Promise<TagStat[]>;
+  /** Manual and detected tag aliases. */
+  readonly aliases: AliasApi;
+  /** Compacts now, whatever the thresholds: everything between the watermark and the protected recent turns. */
+  compact(conversationId: string): Promise<CompactionReport | null>;
+  /** Resolves once background work (soft-threshold compaction, lazy regeneration) is done, with its compaction reports. */
+  flush(): Promise<CompactionReport[]>;
+  /** Stored summaries of every level (or one kind), oldest first. */
+  summaries(conversationId: string, filter?: { kind?: Summary['kind'] }): Promise<Summary[]>;
+  /**
+   * Rebuilds summaries from their sources with the current summarizer (ids stay): all of a conversation's, or
+   * `ids`. `lazy: true` only marks them stale: each is rebuilt in the background when assembly next uses it.
+   */
+  regenerateSummaries(conversationId: string, options?: { ids?: string[]; lazy?: boolean }): Promise<{ regenerated: number; marked: number }>;
+  /** Pins a stored message: it is recalled first whenever it is not in the history sent, and never compressed. */
+  pin(conversationId: string, messageId: string): Promise<void>;
+  unpin(conversationId: string, messageId: string): Promise<boolean>;
+  /** Pinned message ids, oldest pin first. */
+  pins(conversationId: string): Promise<string[]>;
+  /** The memory tools in the OpenAI function format, for the request's `tools`: expand, reload, search. */
+  tools(): Promise<ToolDefinition[]>;
+  /** Runs a memory tool the model called; `args` is the call's arguments (JSON string or object). */
+  callTool(name: string, args: unknown, context: { conversationId: string }): Promise<ToolResult>;
+  /** How much of a conversation has vectors of the current embedding model, and the embedder's last failure. */
+  embeddingStatus(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }>;
+  /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
+  costReport(conversationId?: string): Promise<CostReport>;
+  /**
+   * Removes a whole conversation, or some of its messages (`messageIds`, or every exchange carrying `tag`), with
+   * everything derived from them, in one transaction; what is derived from the rest is rebuilt. Afterwards the text is
+   * in no index and, once closed, nowhere in the database file. The one exception to append-only.
+   */
+  forget(input: ForgetInput): Promise<ForgetReport>;
+  /** Every stored original of one conversation (or all of them) in pagewise's portable format. */
+  export(conversationId?: string): Promise<ExportData>;
+  /** Restores what `export` gave: importing the same data twice changes nothing; a conflicting message is refused. */
+  import(data: ExportData): Promise<ImportReport>;
+  /** The SQLite database's bytes (a backup): open them with `sqliteWasm({ bytes })`. */
+  exportDatabase(): Promise<Uint8Array>;
+  /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
+  close(): Promise<void>;
+}
