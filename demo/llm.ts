@@ -1,9 +1,10 @@
+import { contentText } from '../src/messages.js';
 import { readSse } from '../src/text/sse.js';
 import type { AssembledContext, ChatMessage } from '../src/types.js';
 
 interface Endpoint { provider: 'openai' | 'anthropic'; baseUrl: string; model: string; apiKey: string }
 
-const text = (m: ChatMessage) => (typeof m.content === 'string' ? m.content : m.content === null ? '' : m.content.map((p) => p.text).join('\n'));
+const text = (m: ChatMessage) => contentText(m.content);
 
 /**
  * Streams a reply from an OpenAI-compatible endpoint or Anthropic, with pagewise's assembled context as the request:

@@ -2,6 +2,7 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4Middleware, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { Memory } from './engine.js';
 import { PagewiseError } from './errors.js';
+import { contentText } from './messages.js';
 import type { ChatMessage, ToolCall } from './types.js';
 
 type Message = LanguageModelV4Prompt[number];
@@ -37,7 +38,7 @@ function fromPrompt(prompt: LanguageModelV4Prompt): ChatMessage[] {
 
 /** A pagewise message as the SDK's prompt message. */
 function toPrompt(m: ChatMessage): Message {
-  const content = typeof m.content === 'string' ? m.content : m.content === null ? '' : m.content.map((p) => p.text).join('\n');
+  const content = contentText(m.content);
   if (m.role === 'system') return { role: 'system', content };
   if (m.role === 'user') return { role: 'user', content: [{ type: 'text', text: content }] };
   if (m.role === 'tool') return { role: 'tool', content: [{ type: 'tool-result', toolCallId: m.toolCallId!, toolName: '', output: { type: 'text', value: content } }] };

@@ -8,6 +8,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { z } from 'zod';
 import type { Memory } from './engine.js';
 import { isPagewiseError } from './errors.js';
+import { contentText } from './messages.js';
 import type { AssembledContext, ChatMessage } from './types.js';
 
 type ToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
@@ -26,8 +27,7 @@ async function answer(fn: () => Promise<unknown>): Promise<ToolResult> {
 
 /** The assembled context as the text a model would be given. */
 function rendered(ctx: AssembledContext): string {
-  const text = (m: ChatMessage) => (typeof m.content === 'string' ? m.content : m.content === null ? '' : m.content.map((p) => p.text).join('\n'));
-  return [...(ctx.prependText ? [`[system] ${ctx.prependText}`] : []), ...ctx.messages.map((m) => `[${m.role}${m.name ? ` ${m.name}` : ''}] ${text(m)}`)].join('\n\n');
+  return [...(ctx.prependText ? [`[system] ${ctx.prependText}`] : []), ...ctx.messages.map((m) => `[${m.role}${m.name ? ` ${m.name}` : ''}] ${contentText(m.content)}`)].join('\n\n');
 }
 
 const message = z.object({

@@ -170,10 +170,14 @@ export function validateMessage(value: unknown, path: string, maxBytes: number):
   return msg;
 }
 
+/** A message's content as text: the string, or its text parts joined ('' for none). */
+export function contentText(content: ChatMessage['content']): string {
+  return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p.text).join('\n') : '';
+}
+
 /** The text of a message: content parts joined, tool calls written as `name(arguments)`. */
 export function messageText(m: Pick<ChatMessage, 'content' | 'toolCalls'>): string {
-  const body = typeof m.content === 'string' ? m.content
-    : Array.isArray(m.content) ? m.content.map((p) => p.text).join('\n') : '';
+  const body = contentText(m.content);
   if (!m.toolCalls || m.toolCalls.length === 0) return body;
   const calls = m.toolCalls.map((c) => `[tool call ${c.function.name}(${c.function.arguments})]`).join('\n');
   return body.length > 0 ? `${body}\n${calls}` : calls;
