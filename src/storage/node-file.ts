@@ -205,6 +205,10 @@ function withOsErrors(driver: StorageDriver, vfs: VfsState): StorageDriver {
       const seq = vfs.lastError.seq;
       try { return driver.batch(statements); } catch (e) { throw explain(e, seq); }
     },
+    export() {
+      const seq = vfs.lastError.seq;
+      try { return driver.export!(); } catch (e) { throw explain(e, seq); }
+    },
     close: () => driver.close(),
   } as StorageDriver;
 }

@@ -49,7 +49,7 @@ interface Wasm {
   heap8u(): Uint8Array;
   poke32(ptr: number, value: number): void;
   poke64(ptr: number, value: bigint): void;
-  cstrToJs(ptr: number): string;
+  cstrlen(ptr: number): number;
 }
 
 interface Struct {
@@ -219,7 +219,9 @@ export function installNodeVfs(sqlite3: Sqlite3Static): VfsState {
   io.$iVersion = 1;
   api.vfs.installVfs({ io: { struct: io, methods: ioMethods } });
 
-  const cString = (ptr: number): string => wasm.cstrToJs(ptr);
+  // Not wasm.cstrToJs: its decoder drops a leading U+FEFF, and a path is a name to keep byte for byte.
+  const pathDecoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const cString = (ptr: number): string => pathDecoder.decode(wasm.heap8u().subarray(ptr, ptr + wasm.cstrlen(ptr)));
   const utf8 = new TextEncoder();
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   const vfsMethods = {

@@ -207,7 +207,8 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
   // Rows are read through the raw WebAssembly exports: oo1's row objects cost 5×, the wrapped C API 2×.
   const raw = sqlite3.wasm.exports as unknown as RawColumnApi;
   const heap = () => sqlite3.wasm.heap8u();
-  const utf8 = new TextDecoder();
+  // ignoreBOM: a default decoder drops a leading U+FEFF, so '\uFEFFdave' would read back as 'dave' and ids meet.
+  const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
   const statements = new Map<string, PreparedStatement>();
   const ensureOpen = (): void => {
     if (closed) throw new PagewiseError('ENGINE_CLOSED', MODULE, `The ${name} database is closed; create a new memory to continue.`);
@@ -299,7 +300,12 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
     },
     export(): Uint8Array {
       ensureOpen();
-      return sqlite3.capi.sqlite3_js_db_export(db);
+      // SQLite's serialize: read in one transaction, so a consistent snapshot on a file too.
+      try {
+        return sqlite3.capi.sqlite3_js_db_export(db);
+      } catch (cause) {
+        throw wrapError(cause, 'export the database');
+      }
     },
     close(): void {
       if (closed) return;

@@ -1,6 +1,7 @@
 import { migrate, SCHEMA_VERSION } from '../../src/store/schema.js';
 import type { StorageDriver } from '../../src/types.js';
 import { equal, ok, rejectsWith } from './assert.js';
+import { hostileStrings, hostileTwins, utf8Hex, visible } from './hostile-text.js';
 
 /** One conformance case: gets a fresh, empty driver. */
 export interface DriverCase {
@@ -37,6 +38,35 @@ export const storageDriverCases: DriverCase[] = [
       if (d.roundsLargeIntegers) equal(back, Number(big), 'integer beyond 2^53, as the nearest double');
       else equal(String(back), String(big), 'integer beyond 2^53 is exact');
       equal(String((await d.query('SELECT CAST(i AS TEXT) AS t FROM v WHERE i > ?', [9007199254740991]))[0]!.t), String(big), 'stored exactly');
+    },
+  },
+  {
+    name: 'hostile ids round-trip byte-exact as keys and values, and each finds only its own row',
+    async run(d) {
+      await d.batch([
+        { sql: 'CREATE TABLE h (k TEXT PRIMARY KEY, v TEXT NOT NULL)' },
+        ...hostileStrings.map((s) => ({ sql: 'INSERT INTO h (k, v) VALUES (?, ?)', params: [s, s] })),
+      ]);
+      const rows = await d.query<{ k: string; v: string; hex: string }>('SELECT k, v, hex(k) AS hex FROM h');
+      equal(rows.length, hostileStrings.length, 'one row per string');
+      const wanted = new Set(hostileStrings);
+      for (const row of rows) {
+        ok(wanted.has(row.k), `read back a key that was never written: ${visible(row.k)} (stored as ${row.hex})`);
+        ok(row.v === row.k, `value ${visible(row.v)} differs from its key ${visible(row.k)}`);
+        wanted.delete(row.k);
+      }
+      equal([...wanted].map(visible), [], 'strings not read back');
+      for (const s of hostileStrings) {
+        // The bytes stored are the string's UTF-8, whatever the read path does with them.
+        equal((await d.query('SELECT hex(k) AS hex FROM h WHERE k = ?', [s]))[0]?.hex, utf8Hex(s), `bytes of ${visible(s)}`);
+        for (const column of ['k', 'v']) {
+          const found = await d.query<{ k: string; v: string }>(`SELECT k, v FROM h WHERE ${column} = ?`, [s]);
+          ok(found.length === 1 && found[0]!.k === s && found[0]!.v === s, `${column} = ${visible(s)} finds ${JSON.stringify(found.map((r) => visible(r.k)))}`);
+        }
+      }
+      for (const [a, b] of hostileTwins) {
+        equal((await d.query('SELECT count(*) AS n FROM h WHERE k IN (?, ?)', [a, b]))[0]?.n, 2, `${visible(a)} and ${visible(b)} are two keys`);
+      }
     },
   },
   {

@@ -11,6 +11,7 @@ import { threadId } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPagewiseError } from '../../src/errors.js';
 import { fileStorage } from '../../src/storage/node-file.js';
+import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import type { StorageDriver } from '../../src/types.js';
 import { storageDriverCases } from '../conformance/storage-driver.js';
 import { assistant, createMemory, user } from './helpers.js';
@@ -137,6 +138,26 @@ describe('fileStorage: a database file', () => {
     expect(hits.content).toContain('Porto');
     await memory.close();
     expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('exportDatabase gives the file\'s bytes: they open, in memory or as a file, with the same turns', async () => {
+    const path = fresh('export');
+    const memory = await createMemory({ storage: fileStorage(path) });
+    try {
+      await memory.onTurnComplete({ conversationId: 'c', messages: [user('My sister Ana lives in Porto.', { id: 'u1' }), assistant('Noted: Ana, Porto.', { id: 'a1' })] });
+      const bytes = await memory.exportDatabase();
+      expect(Buffer.from(bytes).equals(readFileSync(path))).toBe(true);
+      writeFileSync(`${path}.copy`, bytes);
+      for (const storage of [sqliteWasm({ bytes }), fileStorage(`${path}.copy`)]) {
+        const copy = await createMemory({ storage });
+        try { expect(await copy.turns('c')).toEqual(await memory.turns('c')); } finally { await copy.close(); }
+      }
+      // The engine goes on writing after the export.
+      await memory.onTurnComplete({ conversationId: 'c', messages: [user('And her dog is Rui.', { id: 'u2' })] });
+      expect((await memory.turns('c')).map((t) => t.id)).toEqual(['u1', 'a1', 'u2']);
+    } finally {
+      await memory.close();
+    }
   });
 
   it('forget leaves no byte of a forgotten conversation in the file, nor in its journal', async () => {
