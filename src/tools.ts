@@ -1,6 +1,6 @@
 import { truncate } from './assembly/compress.js';
-import { inline, quoted } from './text/as-data.js';
-import { renderSummary, renderTurn } from './assembly/render.js';
+import { quoted } from './text/as-data.js';
+import { renderSummary, renderTurnBlock, TRANSCRIPT_NOTE } from './assembly/render.js';
 import type { SummaryStore } from './compaction/summary-store.js';
 import { PagewiseError } from './errors.js';
 import { ftsMatch, queryTerms } from './retrieval/fts-query.js';
@@ -93,13 +93,13 @@ function optionalInt(args: Record<string, unknown>, key: string, name: string, f
   return v;
 }
 
-/** Turns rendered with their ids and seqs, cut at `maxTokens` with where to continue. */
+/** Turns rendered as delimited blocks with their ids and seqs, cut at `maxTokens` with where to continue. */
 function renderTurns(turns: readonly TurnRecord[], maxTokens: number, tokenizer: Tokenizer, header: string): ToolResult {
-  const lines: string[] = [header];
-  let used = tokenizer.count(header);
+  const lines: string[] = [header, TRANSCRIPT_NOTE];
+  let used = tokenizer.count(lines.join('\n'));
   const ids: string[] = [];
   for (const t of turns) {
-    const line = `#${t.seq} (${inline(t.id)}) ${renderTurn(t)}`;
+    const line = renderTurnBlock(t);
     const cost = tokenizer.count(line) + 1;
     if (used + cost > maxTokens) {
       const note = `[cut here: continue with from: ${t.seq}]`;
@@ -136,9 +136,11 @@ export async function runTool(c: ToolContext, conversationId: string, name: stri
       if (!t) throw new PagewiseError('NOT_FOUND', MODULE, `No message ${quoted(args.id)} in this conversation.`);
       const offset = optionalInt(args, 'offset', name, 0, 0);
       const text = t.text.slice(offset);
-      const cut = c.tokenizer.count(text) > maxTokens;
-      const head = cut ? truncate(text, maxTokens - 20, c.tokenizer, '') : text;
-      const content = cut ? `${head} […cut: continue with offset ${offset + head.length}]` : text;
+      const frame = renderTurnBlock({ ...t, content: '', toolCalls: [] });
+      const budget = maxTokens - c.tokenizer.count(`${TRANSCRIPT_NOTE}\n${frame}`) - 20;
+      const cut = c.tokenizer.count(text) > budget;
+      const head = cut ? truncate(text, budget, c.tokenizer, '') : text;
+      const content = `${TRANSCRIPT_NOTE}\n${renderTurnBlock({ ...t, content: head, toolCalls: [] })}${cut ? `\n[cut: continue with offset ${offset + head.length}]` : ''}`;
       return { content, sourceIds: [t.id], tokens: c.tokenizer.count(content), truncated: cut };
     }
     case 'pagewise_search': {

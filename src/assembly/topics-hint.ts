@@ -1,4 +1,5 @@
 import { mainTopics } from '../retrieval/broad.js';
+import { inline } from '../text/as-data.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { Tokenizer } from '../types.js';
 
@@ -18,7 +19,8 @@ export async function topicsHint(tags: TagStore, conversationId: string, maxToke
   let used = tokenizer.count(`${head}\n${foot}`);
   for (const t of topics) {
     const along = await tags.coTags(conversationId, t.tag, 3);
-    const line = `- ${t.tag} (${t.units} exchange${t.units === 1 ? '' : 's'})${along.length > 0 ? `: with ${along.join(', ')}` : ''}`;
+    // Tag names come from stored text (and from an LLM tagger, or an app's aliases): one line each, neutralized.
+    const line = `- ${inline(t.tag)} (${t.units} exchange${t.units === 1 ? '' : 's'})${along.length > 0 ? `: with ${along.map(inline).join(', ')}` : ''}`;
     const cost = tokenizer.count(line) + 1;
     if (used + cost > maxTokens) break;
     lines.push(line);

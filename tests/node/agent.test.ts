@@ -43,7 +43,10 @@ describe('working view (seed 001 and 002)', () => {
     expect(page.truncated).toBe(true);
     const offset = Number(/continue with offset (\d+)/.exec(page.content)![1]);
     const rest = await memory.callTool('pagewise_reload', { id: 'u1', offset, maxTokens: 8000 }, { conversationId: 'c' });
-    expect(page.content.slice(0, page.content.indexOf(' […cut')) + rest.content).toBe('Here is the report:\n' + big);
+    // Each page quotes its part of the text in one delimited <turn> block.
+    const quotedText = (content: string) => /^<turn [^\n]*>\n([\s\S]*)\n<\/turn>$/m.exec(content)?.[1] ?? '';
+    expect(page.content).toMatch(/^Each <turn> block below quotes/);
+    expect(quotedText(page.content) + quotedText(rest.content)).toBe('Here is the report:\n' + big);
     // The stored originals are untouched.
     const stored = await memory.turns('c');
     expect(stored.find((t) => t.id === 'u1')?.content).toBe('Here is the report:\n' + big);
