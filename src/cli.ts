@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 // The pagewise command line (`npx pagewise …`): a memory on a database file, from a shell or a script.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createMemory, type Memory } from './engine.js';
 import { isPagewiseError, PagewiseError } from './errors.js';
 import { parseConversationFile } from './formats.js';
+import { renderContext } from './assembly/render.js';
 import { useJsTiktoken } from './tokens/js-tiktoken.js';
 import { resolveOptions } from './options.js';
 import { fileStorage } from './storage/node-file.js';
 import type { ExportData } from './data-control.js';
 import type { MemoryOptions } from './types.js';
+import type { McpHttpOptions } from './mcp-http.js';
 
 const USAGE = `pagewise <command> [options]
 
@@ -28,13 +30,20 @@ Commands (a database file: --db, default ./pagewise.sqlite3):
   export [-o FILE]             every stored original (--conversation: one) in pagewise's portable format
   forget [--message ID]… [--tag TAG]   forget --conversation, or some of its messages
   replay FILE                  import a benchmark file, ask its questions, print the evidence found
-  mcp [--http PORT]            an MCP server on the database: stdio, or Streamable HTTP at http://127.0.0.1:PORT/mcp
+  mcp [--http PORT]            an MCP server on the database: stdio, or Streamable HTTP at http://HOST:PORT/mcp
+                               --host ADDR (default 127.0.0.1) · --token TOKEN, or PAGEWISE_MCP_TOKEN (better: a flag
+                               shows in the process list): every request must send Authorization: Bearer TOKEN;
+                               required unless HOST is loopback (127.0.0.0/8, ::1, localhost) · Host and Origin must
+                               name localhost or HOST (DNS rebinding), else 403: --allow-host NAME, --allow-origin
+                               ORIGIN (repeatable) accept more
 
 Options: --db PATH · --conversation/-c ID · --json · --config FILE (engine options as JSON) ·
          --embedder default|off · --window N (contextWindow)
 Exit codes: 0 done · 1 pagewise refused or failed (the error's code is printed) · 2 bad command line`;
 
 class UsageError extends Error {}
+
+const IMPORT_FILE = "a LoCoMo or LongMemEval file, an OpenAI-style JSONL chat log, or pagewise's export (pagewise export -o FILE)";
 
 const options = {
   db: { type: 'string' },
@@ -48,7 +57,44 @@ const options = {
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
   http: { type: 'string' },
+  host: { type: 'string' },
+  token: { type: 'string' },
+  'allow-host': { type: 'string', multiple: true },
+  'allow-origin': { type: 'string', multiple: true },
 } as const;
+
+/**
+ * A file the command reads, as text. A leading BOM is the file's encoding mark (Windows editors write one), not
+ * content: JSON.parse would refuse it.
+ */
+function readInput(path: string, expected: string): string {
+  try {
+    return readFileSync(path, 'utf8').replace(/^\uFEFF/, '');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new PagewiseError('NOT_FOUND', 'cli', `There is no file "${resolve(path)}": pass the path of ${expected}.`, { cause: e });
+    if (code === 'EISDIR') throw new PagewiseError('INVALID_ARGUMENT', 'cli', `"${resolve(path)}" is a directory: pass the path of ${expected}.`, { cause: e });
+    throw new PagewiseError('STORAGE_UNAVAILABLE', 'cli', `Cannot read "${resolve(path)}" (${(e as Error).message}): make it readable, or pass another file.`, { cause: e });
+  }
+}
+
+const OPTIONS_FILE = 'a JSON file of engine options, e.g. {"contextWindow": 8000}';
+
+/** Engine options from a JSON file: an object, as createMemory() takes them. */
+function readOptionsFile(path: string): MemoryOptions {
+  const raw = readInput(path, OPTIONS_FILE);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (e) {
+    throw new PagewiseError('INVALID_OPTIONS', 'cli', `${path} is not JSON (${(e as Error).message}): write ${OPTIONS_FILE}.`, { cause: e });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    const got = Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`;
+    throw new PagewiseError('INVALID_OPTIONS', 'cli', `${path} holds ${got}, but engine options are a JSON object: write ${OPTIONS_FILE}.`);
+  }
+  return parsed as MemoryOptions;
+}
 
 function out(json: boolean, value: unknown, text: () => string): void {
   process.stdout.write(`${json ? JSON.stringify(value, null, 2) : text()}\n`);
@@ -69,7 +115,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const json = v.json === true;
   const engineOptions = (): MemoryOptions => {
-    const base = v.config ? JSON.parse(readFileSync(v.config, 'utf8')) as MemoryOptions : {};
+    const base = v.config ? readOptionsFile(v.config) : {};
     if (v.embedder === 'off') base.embedder = false;
     else if (v.embedder !== undefined && v.embedder !== 'default') throw new UsageError(`--embedder is "default" or "off" (got "${v.embedder}").`);
     if (v.window !== undefined) {
@@ -90,7 +136,7 @@ async function main(argv: string[]): Promise<number> {
 
   if (command === 'config') {
     if (rest[0] !== 'validate' || !rest[1]) throw new UsageError('config validate FILE');
-    const config = JSON.parse(readFileSync(rest[1], 'utf8')) as MemoryOptions;
+    const config = readOptionsFile(rest[1]);
     resolveOptions(config);
     out(json, { valid: true }, () => `${rest[1]}: valid`);
     return 0;
@@ -98,28 +144,57 @@ async function main(argv: string[]): Promise<number> {
 
   const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay', 'mcp'];
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
+  // Checked before the database opens: a server that would run unguarded must not start at all.
+  const served = command === 'mcp' ? await mcpFlags(v) : undefined;
+  // Read before the database opens: a missing file must not leave a new, empty database behind.
+  const input = (command === 'import' || command === 'replay') && rest[0] ? readInput(rest[0], IMPORT_FILE) : undefined;
   // replay without --db works in memory: a benchmark run leaves no file behind.
   const storage = command === 'replay' && !v.db ? undefined : fileStorage(v.db ?? 'pagewise.sqlite3');
   const memory = await createMemory({ ...engineOptions(), ...(storage ? { storage } : {}) });
   try {
-    if (command === 'mcp') return await mcp(memory, v.http);
-    return await run(memory, command, rest, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation });
+    if (command === 'mcp') return await mcp(memory, served);
+    return await run(memory, command, rest, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input });
   } finally {
     await memory.close();
   }
 }
 
+type McpFlags = { http?: string | undefined; host?: string | undefined; token?: string | undefined; 'allow-host'?: string[] | undefined; 'allow-origin'?: string[] | undefined };
+
+/** The mcp command's HTTP options (undefined: stdio), or a usage error for guards that cannot hold. */
+async function mcpFlags(v: McpFlags): Promise<McpHttpOptions | undefined> {
+  if (v.http === undefined) {
+    if (v.host !== undefined || v.token !== undefined || v['allow-host'] || v['allow-origin']) throw new UsageError('--host, --token, --allow-host and --allow-origin are options of mcp --http PORT.');
+    return undefined;
+  }
+  if (!/^\d+$/.test(v.http) || Number(v.http) > 65535) throw new UsageError(`--http is a port number (got "${v.http}").`);
+  const { checkHttpOptions, isLoopback } = await import('./mcp-http.js');
+  // An empty variable is an unset one (`PAGEWISE_MCP_TOKEN= pagewise mcp …`).
+  const token = v.token ?? (process.env.PAGEWISE_MCP_TOKEN || undefined);
+  const host = v.host ?? '127.0.0.1';
+  if (token === undefined && !isLoopback(host)) {
+    throw new UsageError(`--host ${host} is not loopback: anyone who can reach it could read and change the memory. Set a bearer token in the environment (PAGEWISE_MCP_TOKEN=$(openssl rand -hex 32)) or with --token TOKEN, or listen on 127.0.0.1.`);
+  }
+  const options: McpHttpOptions = { port: Number(v.http), host, ...(token !== undefined ? { token } : {}), allowedHosts: v['allow-host'] ?? [], allowedOrigins: v['allow-origin'] ?? [] };
+  try {
+    checkHttpOptions(options);
+  } catch (e) {
+    if (isPagewiseError(e)) throw new UsageError(e.message.replace(/^\[pagewise\] \[mcp\] /, ''));
+    throw e;
+  }
+  return options;
+}
+
 /** Serves the memory over MCP until the client goes (stdio) or the process is stopped (HTTP). */
-async function mcp(memory: Memory, http: string | undefined): Promise<number> {
+async function mcp(memory: Memory, http: McpHttpOptions | undefined): Promise<number> {
   const { serveMcpHttp, serveMcpStdio } = await import('./mcp.js');
   if (http === undefined) {
     await serveMcpStdio(memory);
     await new Promise<void>((resolve) => { process.stdin.on('end', resolve); process.stdin.on('close', resolve); });
     return 0;
   }
-  if (!/^\d+$/.test(http)) throw new UsageError(`--http is a port number (got "${http}").`);
-  const server = await serveMcpHttp(memory, { port: Number(http) });
-  process.stderr.write(`pagewise MCP server at ${server.url}\n`);
+  const server = await serveMcpHttp(memory, http);
+  process.stderr.write(`pagewise MCP server at ${server.url}${http.token !== undefined ? ' (bearer token required)' : ''}\n`);
   await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
   await server.close();
   return 0;
@@ -133,6 +208,8 @@ interface Context {
   messages?: string[] | undefined;
   tag?: string | undefined;
   given?: string | undefined;
+  /** The text of import's and replay's FILE. */
+  input?: string | undefined;
 }
 
 async function run(memory: Memory, command: string, rest: string[], c: Context): Promise<number> {
@@ -166,10 +243,7 @@ async function run(memory: Memory, command: string, rest: string[], c: Context):
         const { manifest, budget, dropped, matchedTags, broad, temporal } = ctx;
         out(true, { matchedTags, broad, temporal, budget, manifest, dropped }, () => '');
       } else {
-        out(json, { prependText: ctx.prependText, messages: ctx.messages }, () => [
-          ...(ctx.prependText ? [`[system] ${ctx.prependText}`] : []),
-          ...ctx.messages.map((m) => `[${m.role}${m.name ? ` ${m.name}` : ''}] ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`),
-        ].join('\n\n'));
+        out(json, { prependText: ctx.prependText, messages: ctx.messages }, () => renderContext(ctx));
       }
       return 0;
     }
@@ -217,8 +291,8 @@ async function run(memory: Memory, command: string, rest: string[], c: Context):
     }
     case 'import':
     case 'replay': {
-      if (!rest[0]) throw new UsageError(`${command} FILE`);
-      const raw = readFileSync(rest[0], 'utf8');
+      if (!rest[0] || c.input === undefined) throw new UsageError(`${command} FILE`);
+      const raw = c.input;
       const first = raw.trimStart().startsWith('{') ? (() => { try { return JSON.parse(raw) as { format?: unknown }; } catch { return null; } })() : null;
       if (command === 'import' && first?.format === 'pagewise') {
         const report = await memory.import(first as ExportData);

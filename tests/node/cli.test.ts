@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ describe('npx pagewise (the CLI)', () => {
     expect(r.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds)).toContain('D2:8'); // the dataset's evidence: adoption agencies
     const transformed = cli('transform', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000');
     expect(transformed.out).toContain('<prior-conversation>');
-    expect(transformed.out).toContain('[user] What did Caroline research?');
+    expect(transformed.out).toMatch(/<turn role="user"[^\n]*>\nWhat did Caroline research\?\n<\/turn>/);
     expect(cli('tags', '-c', 'conv-26', '--db', db, '--json').json()).toEqual(expect.arrayContaining([expect.objectContaining({ tag: 'caroline' })]));
     const forgot = cli('forget', '-c', 'conv-26', '--message', 'D1:3', '--db', db, '--embedder', 'off', '--json');
     expect(forgot.json()).toMatchObject({ messageIds: ['D1:3'], conversationRemoved: false });
@@ -57,5 +57,31 @@ describe('npx pagewise (the CLI)', () => {
     expect(refused.json()).toMatchObject({ error: { code: 'CONVERSATION_NOT_FOUND' } });
     expect(cli('config', 'validate', LOCOMO).code).toBe(1);
     expect(cli('--help').code).toBe(0);
+  });
+
+  it('config validate refuses what is not a JSON object of options, naming what it got and what to write', () => {
+    const file = join(dir, 'options.json');
+    for (const [text, got] of [['[]', 'an array'], ['null', 'null'], ['3', 'a number'], ['"window"', 'a string']] as const) {
+      writeFileSync(file, text);
+      const r = cli('config', 'validate', file, '--json');
+      expect(r.code, text).toBe(1);
+      expect(r.json(), text).toMatchObject({ error: { code: 'INVALID_OPTIONS', message: expect.stringContaining(`holds ${got}, but engine options are a JSON object`) } });
+    }
+    writeFileSync(file, '{"contextWindow": ');
+    expect(cli('config', 'validate', file, '--json').json()).toMatchObject({ error: { code: 'INVALID_OPTIONS', message: expect.stringContaining('is not JSON') } });
+    // A BOM (as Windows editors write) is the file's encoding mark, not content.
+    writeFileSync(file, '\uFEFF{"contextWindow": 8000}');
+    expect(cli('config', 'validate', file, '--json').json()).toEqual({ valid: true });
+    const missing = cli('config', 'validate', join(dir, 'nowhere.json'), '--json');
+    expect(missing.code).toBe(1);
+    expect(missing.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('nowhere.json') } });
+  });
+
+  it('import of a missing file is NOT_FOUND naming the path, and leaves no database behind', () => {
+    const target = join(dir, 'untouched.sqlite3');
+    const r = cli('import', join(dir, 'missing.json'), '--db', target, '--embedder', 'off', '--json');
+    expect(r.code).toBe(1);
+    expect(r.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/missing\.json".*pass the path of a LoCoMo/) } });
+    expect(existsSync(target)).toBe(false);
   });
 });
