@@ -14,7 +14,7 @@ export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiL
 export { durableObjectSql, type DurableObjectStorageLike } from './storage/durable-object.js';
 export { createMemory, type Memory } from './engine.js';
 export { PagewiseError, isPagewiseError } from './errors.js';
-export { memoryProxy, type MemoryProxyOptions, type UpstreamOptions, type WaitUntil } from './proxy.js';
+export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './proxy.js';
 
 // Calls that leave background work (tagging is done inline; compaction and vectors are not).
 const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries']);

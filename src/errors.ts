@@ -24,7 +24,8 @@ export type PagewiseErrorCode =
   | 'EMBEDDING_ERROR'
   | 'ABORTED'
   | 'NOT_FOUND'
-  | 'UNKNOWN_TOOL';
+  | 'UNKNOWN_TOOL'
+  | 'UNAUTHENTICATED';
 
 /** All codes, for validation across the worker boundary. */
 export const ERROR_CODES: readonly PagewiseErrorCode[] = [
@@ -32,6 +33,7 @@ export const ERROR_CODES: readonly PagewiseErrorCode[] = [
   'INVALID_CONTENT', 'EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'INVALID_TOOL_CALL', 'INVALID_DATE', 'ID_CONFLICT',
   'CONVERSATION_NOT_FOUND', 'BUDGET_EXCEEDED', 'ENGINE_CLOSED', 'STORAGE_LOCKED', 'STORAGE_UNAVAILABLE',
   'STORAGE_ERROR', 'STORAGE_FULL', 'WORKER_FAILED', 'LLM_ERROR', 'TAGGER_ERROR', 'EMBEDDING_ERROR', 'ABORTED', 'NOT_FOUND', 'UNKNOWN_TOOL',
+  'UNAUTHENTICATED',
 ];
 
 /**

@@ -21,4 +21,4 @@ export { llmSummarizer } from './compaction/llm-summarizer.js';
 export { memoryTools } from './tools.js';
 export type { CostLine, CostReport } from './llm/ledger.js';
 export type * from './types.js';
-export { memoryProxy, type MemoryProxyOptions, type UpstreamOptions, type WaitUntil } from './proxy.js';
+export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './proxy.js';

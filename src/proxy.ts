@@ -1,10 +1,10 @@
 // memoryProxy: a drop-in OpenAI-compatible (and Anthropic) endpoint with memory. A fetch handler: Cloudflare Workers,
-// Deno, Bun, Node's fetch servers.
+// Deno, Bun, Node's fetch servers. A memory is personal data: the proxy serves no caller it cannot name.
 import type { Memory } from './engine.js';
-import { isPagewiseError } from './errors.js';
+import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from './errors.js';
 import { validateConversationId } from './messages.js';
-import { readSse } from './text/sse.js';
-import type { AssembledContext, ChatMessage, ToolCall } from './types.js';
+import { collectStream, fromAnthropic, fromOpenAi, openAiReply, anthropicReply, textOf, toAnthropic, toOpenAi } from './proxy-protocols.js';
+import type { AssembledContext, ChatMessage } from './types.js';
 
 /** Where requests go on: the provider's base URL and key (from bindings or secrets; never sent to the client). */
 export interface UpstreamOptions {
@@ -17,16 +17,46 @@ export interface UpstreamOptions {
   headers?: Record<string, string>;
 }
 
-export interface MemoryProxyOptions {
-  /** The memory of a conversation: one engine for all, or one per conversation (e.g. `memoryStub(env.MEMORY, id)`). */
-  memory: Memory | ((conversationId: string) => Memory);
+/** Who a request's memory belongs to, once the proxy has decided (passed to `memory` when it is a function). */
+export interface ProxyCaller {
+  /** The user `authenticate` named; null for `conversationOf` without `authenticate`, or `allowAnonymous`. */
+  user: string | null;
+  /** The conversation as the client named it (the header), or as `conversationOf` gave it. */
+  conversationId: string;
+}
+
+export interface MemoryProxyOptions<Env = unknown> {
+  /**
+   * The memory of a conversation: one engine for all, or one per conversation (e.g. `(key) => memoryStub(env.MEMORY,
+   * key)`). `key` is the stored conversation id: with `authenticate`, it combines the user and the header's id
+   * (`proxyConversationKey`), so two users' `c1` are two memories.
+   */
+  memory: Memory | ((key: string, caller: ProxyCaller) => Memory);
   /** `POST /v1/chat/completions` goes here (OpenAI-compatible). */
   openai?: UpstreamOptions;
   /** `POST /v1/messages` goes here (Anthropic). */
   anthropic?: UpstreamOptions;
-  /** The conversation of a request without `x-pagewise-conversation` (e.g. from a user id); default: a 400. */
-  conversationOf?: (request: Request) => string | null | Promise<string | null>;
-  /** Forward the client's own `Authorization` / `x-api-key` instead of the configured key. Default false. */
+  /**
+   * Who is calling: a user id, or null when the request does not prove one (401; nothing forwarded, nothing stored).
+   * The `x-pagewise-conversation` header then only chooses among that user's conversations.
+   */
+  authenticate?: (request: Request, env: Env) => string | null | undefined | Promise<string | null | undefined>;
+  /**
+   * The conversation of a request, decided by the app (e.g. from its own session): when given, the header is
+   * ignored and the id is used as the stored conversation id as it is. null → 401.
+   */
+  conversationOf?: (request: Request, env: Env) => string | null | undefined | Promise<string | null | undefined>;
+  /**
+   * Serve callers nobody authenticated, the conversation taken from the header alone: anyone who can guess an id
+   * reads that conversation and spends your provider key. For local development only; logs a warning once.
+   */
+  allowAnonymous?: boolean;
+  /** The stored conversation id of (user, the header's id). Default `proxyConversationKey`. */
+  conversationKey?: (user: string, conversationId: string) => string;
+  /**
+   * Forward the client's own `Authorization` / `x-api-key` instead of the configured key. Default false. Do not
+   * combine with an `authenticate` that reads the same header: the client's pagewise credential would go upstream.
+   */
   forwardClientKey?: boolean;
 }
 
@@ -36,75 +66,61 @@ export interface WaitUntil {
 }
 
 const HEADER = 'x-pagewise-conversation';
+const MODULE = 'proxy';
 
-function errorResponse(status: number, code: string, message: string): Response {
-  return Response.json({ error: { type: 'pagewise_error', code, message } }, { status });
+/**
+ * The stored conversation id of a user's conversation as the proxy keys it: the user id URI-encoded (so it holds no
+ * `:`), a `:`, then the conversation id as the client sent it. Use it to reach the same memory through the Memory API.
+ */
+export function proxyConversationKey(user: string, conversationId: string): string {
+  return `${encodeURIComponent(user)}:${conversationId}`;
 }
 
-const textOf = (content: unknown): string => (typeof content === 'string' ? content
-  : Array.isArray(content) ? content.map((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : '')).filter(Boolean).join('\n') : '');
-
-/** OpenAI chat messages as pagewise messages. */
-function fromOpenAi(messages: unknown[]): ChatMessage[] {
-  return messages.map((raw) => {
-    const m = raw as { role?: string; content?: unknown; name?: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string };
-    const role = m.role === 'developer' ? 'system' : m.role;
-    const out: ChatMessage = { role: role as ChatMessage['role'], content: textOf(m.content) };
-    if (m.name) out.name = m.name;
-    if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) out.toolCalls = m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.function?.name, arguments: c.function?.arguments } }));
-    if (m.tool_call_id) out.toolCallId = m.tool_call_id;
-    return out;
+/**
+ * An `authenticate` hook for bearer tokens: `spec` lists `token:user` pairs separated by commas (e.g. the Worker
+ * secret `PAGEWISE_CLIENT_TOKENS="k8s9…:alice,p2x7…:bob"`). A request whose `Authorization: Bearer <token>` is one of
+ * them is that user; any other is null (401). Tokens are compared in constant time.
+ *
+ * @example
+ * memoryProxy({ memory: (key) => memoryStub(env.MEMORY, key), authenticate: bearerAuth(env.PAGEWISE_CLIENT_TOKENS), openai });
+ */
+export function bearerAuth(spec: string | undefined): (request: Request) => string | null {
+  const pairs = (spec ?? '').split(',').map((p) => p.trim()).filter(Boolean).map((p) => {
+    const at = p.lastIndexOf(':');
+    if (at <= 0 || at === p.length - 1) throw new PagewiseError('INVALID_OPTIONS', MODULE, 'bearerAuth: each entry is "token:user" (comma-separated); got one without a token or a user.');
+    return { token: p.slice(0, at), user: p.slice(at + 1) };
   });
+  if (pairs.length === 0) throw new PagewiseError('INVALID_OPTIONS', MODULE, 'bearerAuth: no tokens configured. Set them as "token:user,token:user" (a secret: `wrangler secret put PAGEWISE_CLIENT_TOKENS`; `--var` for `wrangler dev`).');
+  return (request) => {
+    const given = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get('authorization') ?? '')?.[1];
+    if (!given) return null;
+    let user: string | null = null;
+    for (const p of pairs) if (sameSecret(given, p.token)) user = p.user;
+    return user;
+  };
 }
 
-function toOpenAi(m: ChatMessage): Record<string, unknown> {
-  const out: Record<string, unknown> = { role: m.role, content: textOf(m.content) };
-  if (m.name) out.name = m.name;
-  if (m.toolCalls) out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: c.function }));
-  if (m.toolCallId) out.tool_call_id = m.toolCallId;
-  return out;
+/** String equality whose time does not depend on where the strings differ (only on their lengths). */
+export function sameSecret(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i % Math.max(1, b.length));
+  return diff === 0;
 }
 
-/** Anthropic messages (and their top-level system) as pagewise messages. */
-function fromAnthropic(messages: unknown[]): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  for (const raw of messages) {
-    const m = raw as { role?: string; content?: unknown };
-    const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? m.content as Record<string, unknown>[] : [];
-    const text = blocks.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
-    if (m.role === 'assistant') {
-      const calls: ToolCall[] = blocks.filter((b) => b.type === 'tool_use').map((b) => ({ id: String(b.id), type: 'function', function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } }));
-      out.push({ role: 'assistant', content: text, ...(calls.length > 0 ? { toolCalls: calls } : {}) });
-    } else {
-      for (const b of blocks.filter((x) => x.type === 'tool_result')) out.push({ role: 'tool', toolCallId: String(b.tool_use_id), content: textOf(b.content) || JSON.stringify(b.content ?? '') });
-      if (text || !blocks.some((b) => b.type === 'tool_result')) out.push({ role: 'user', content: text });
-    }
-  }
-  return out;
+// The HTTP status of a refusal: the caller's mistake (4xx) or the server's (5xx).
+const STATUS: Partial<Record<PagewiseErrorCode, number>> = {
+  MESSAGE_TOO_LARGE: 413, NOT_FOUND: 404, CONVERSATION_NOT_FOUND: 404, UNAUTHENTICATED: 401,
+  ENGINE_CLOSED: 503, STORAGE_LOCKED: 503, STORAGE_UNAVAILABLE: 503, STORAGE_FULL: 507, STORAGE_ERROR: 500, WORKER_FAILED: 500,
+  LLM_ERROR: 502, EMBEDDING_ERROR: 502, TAGGER_ERROR: 502,
+};
+
+function errorResponse(status: number, code: string, message: string, headers?: Record<string, string>): Response {
+  return Response.json({ error: { type: 'pagewise_error', code, message } }, { status, ...(headers ? { headers } : {}) });
 }
 
-function toAnthropic(messages: readonly ChatMessage[]): Record<string, unknown>[] {
-  const out: { role: string; content: Record<string, unknown>[] }[] = [];
-  for (const m of messages) {
-    if (m.role === 'system') continue;
-    const role = m.role === 'assistant' ? 'assistant' : 'user';
-    const blocks: Record<string, unknown>[] = m.role === 'tool'
-      ? [{ type: 'tool_result', tool_use_id: m.toolCallId, content: textOf(m.content) }]
-      : [
-        ...(textOf(m.content) ? [{ type: 'text', text: textOf(m.content) }] : []),
-        ...(m.toolCalls ?? []).map((c) => ({ type: 'tool_use', id: c.id, name: c.function.name, input: safeJson(c.function.arguments) })),
-      ];
-    // Anthropic wants alternating roles: consecutive messages of one role are merged.
-    const last = out[out.length - 1];
-    if (last && last.role === role) last.content.push(...blocks);
-    else out.push({ role, content: blocks });
-  }
-  return out;
-}
+let warnedAnonymous = false;
 
-function safeJson(s: string): unknown {
-  try { return JSON.parse(s); } catch { return {}; }
-}
+const unauthenticated = (message: string) => errorResponse(401, 'UNAUTHENTICATED', message, { 'www-authenticate': 'Bearer' });
 
 /**
  * The memory's context as one system text, stable parts first for prompt caches — the conversation's own system
@@ -121,76 +137,111 @@ function split(ctx: AssembledContext): { system: string[]; rest: ChatMessage[] }
   return { system: [...prefix, ...(ctx.prependText ? [ctx.prependText] : []), ...recalled], rest };
 }
 
+/** Who is calling and which stored conversation is theirs; a Response when the request is refused. */
+type Resolved = { key: string; caller: ProxyCaller } | Response;
+
+function resolver<Env>(options: MemoryProxyOptions<Env>): (request: Request, env: Env) => Promise<Resolved> {
+  const { authenticate, conversationOf } = options;
+  if (!authenticate && !conversationOf && options.allowAnonymous !== true) {
+    throw new PagewiseError('INVALID_OPTIONS', MODULE, 'memoryProxy serves personal data: pass `authenticate(request, env)` (returns the user id, or null for a 401) or `conversationOf(request, env)` (the app decides the conversation). `allowAnonymous: true` serves anyone who sends a conversation id: for local development only.');
+  }
+  if (!authenticate && !conversationOf && !warnedAnonymous) {
+    warnedAnonymous = true;
+    console.warn('[pagewise] [proxy] allowAnonymous: true — any caller that names a conversation id reads its memory. For local development only.');
+  }
+  const keyOf = options.conversationKey ?? proxyConversationKey;
+  return async (request, env) => {
+    let user: string | null = null;
+    if (authenticate) {
+      const who = await authenticate(request, env);
+      if (typeof who !== 'string' || who === '') return unauthenticated('This proxy needs credentials it accepts (see the app\'s authenticate hook); nothing was forwarded or stored.');
+      user = who;
+    }
+    if (conversationOf) {
+      const id = await conversationOf(request, env);
+      if (typeof id !== 'string' || id === '') return unauthenticated('The app could not tell whose conversation this request belongs to (conversationOf returned nothing); nothing was forwarded or stored.');
+      return { key: validateConversationId(id, 'conversationOf(request)'), caller: { user, conversationId: id } };
+    }
+    const named = request.headers.get(HEADER);
+    if (named === null || named === '') {
+      return errorResponse(400, 'INVALID_CONVERSATION_ID', `Send the conversation id in the ${HEADER} header (each conversation keeps its own memory).`);
+    }
+    const conversationId = validateConversationId(named, HEADER);
+    return { key: user === null ? conversationId : validateConversationId(keyOf(user, conversationId), `${HEADER} (with the user id)`), caller: { user, conversationId } };
+  };
+}
+
+/** The request's body as JSON with a messages array, converted; a 400 otherwise. */
+async function readBody(request: Request, kind: 'openai' | 'anthropic'): Promise<{ body: Record<string, unknown>; all: ChatMessage[] } | Response> {
+  let body: Record<string, unknown>;
+  try {
+    body = await request.json() as Record<string, unknown>;
+    if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray(body.messages)) throw new Error('no messages array');
+  } catch (e) {
+    return errorResponse(400, 'INVALID_ARGUMENT', `The request body must be JSON with a messages array (${(e as Error).message}).`);
+  }
+  const all = kind === 'openai' ? fromOpenAi(body.messages as unknown[]) : fromAnthropic(body.messages as unknown[]);
+  return { body, all };
+}
+
 /**
  * A fetch handler for `POST /v1/chat/completions` (OpenAI-compatible, streaming or not) and `POST /v1/messages`
- * (Anthropic, streaming or not). Before forwarding, `onMessageInbound` for the last user message and the memory as
- * the request's system text; the reply goes to the client untouched while its text is collected; `onTurnComplete`
- * runs through `ctx.waitUntil`, never delaying the reply. An upstream error passes through and stores nothing.
+ * (Anthropic, streaming or not). It first decides who is calling (`authenticate`, `conversationOf`; a 401 forwards
+ * and stores nothing), then `onMessageInbound` for the last user message and the memory as the request's system
+ * text; the reply goes to the client untouched while its text is collected; `onTurnComplete` runs through
+ * `ctx.waitUntil`, never delaying the reply. An upstream error passes through and stores nothing.
  *
  * @example
- * const proxy = memoryProxy({ memory: (id) => memoryStub(env.MEMORY, id), openai: { baseUrl: env.UPSTREAM_URL, apiKey: env.UPSTREAM_KEY } });
- * export default { fetch: (request, env, ctx) => proxy(request, ctx) };
+ * const tokens = new Map([['s3cret-alice', 'alice']]);
+ * const proxy = memoryProxy<Env>({
+ *   memory: (key) => memoryStub(env.MEMORY, key),
+ *   authenticate: (request) => tokens.get(request.headers.get('authorization')?.replace(/^Bearer /, '') ?? '') ?? null,
+ *   openai: { baseUrl: env.UPSTREAM_URL, apiKey: env.UPSTREAM_KEY },
+ * });
+ * export default { fetch: (request, env, ctx) => proxy(request, ctx, env) };
  */
-export function memoryProxy(options: MemoryProxyOptions): (request: Request, ctx?: WaitUntil) => Promise<Response> {
+export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (request: Request, ctx?: WaitUntil, env?: Env) => Promise<Response> {
+  const resolve = resolver(options);
   const memoryOf = typeof options.memory === 'function' ? options.memory : () => options.memory as Memory;
-  return async (request, ctx) => {
+  return async (request, ctx, env) => {
+    try {
+      return await handle(request, ctx, env as Env);
+    } catch (e) {
+      if (isPagewiseError(e)) return errorResponse(STATUS[e.code] ?? 400, e.code, e.message);
+      // Not the caller's doing (a Durable Object that failed, a bug): a 500 that says so, not a crashed handler.
+      console.error('[pagewise] [proxy] unexpected error', e);
+      return errorResponse(500, 'INTERNAL_ERROR', 'The proxy failed on this request; nothing was stored. The server log has the cause.');
+    }
+  };
+
+  async function handle(request: Request, ctx: WaitUntil | undefined, env: Env): Promise<Response> {
+    const resolved = await resolve(request, env);
+    if (resolved instanceof Response) return resolved;
     const url = new URL(request.url);
     const kind = url.pathname.endsWith('/chat/completions') ? 'openai' : url.pathname.endsWith('/messages') ? 'anthropic' : null;
     if (!kind || request.method !== 'POST') return errorResponse(404, 'NOT_FOUND', 'pagewise proxy serves POST /v1/chat/completions and POST /v1/messages.');
     const upstream = options[kind];
     if (!upstream) return errorResponse(404, 'NOT_FOUND', `No ${kind === 'openai' ? 'OpenAI-compatible' : 'Anthropic'} upstream is configured on this proxy.`);
-    const named = request.headers.get(HEADER) ?? (options.conversationOf ? await options.conversationOf(request) : null);
-    if (named === null || named === undefined || named === '') {
-      return errorResponse(400, 'INVALID_CONVERSATION_ID', `Send the conversation id in the ${HEADER} header (each conversation keeps its own memory).`);
-    }
-    let body: Record<string, unknown>;
-    try {
-      body = await request.json() as Record<string, unknown>;
-      if (typeof body !== 'object' || body === null || !Array.isArray(body.messages)) throw new Error('no messages array');
-    } catch (e) {
-      return errorResponse(400, 'INVALID_ARGUMENT', `The request body must be JSON with a messages array (${(e as Error).message}).`);
-    }
-    let conversationId: string;
-    let memory: Memory;
-    const all = kind === 'openai' ? fromOpenAi(body.messages as unknown[]) : fromAnthropic(body.messages as unknown[]);
+    const read = await readBody(request, kind);
+    if (read instanceof Response) return read;
+    const { body, all } = read;
     const last = all.map((m) => m.role).lastIndexOf('user');
     if (last < 0) return errorResponse(400, 'INVALID_ARGUMENT', 'The request has no user message to answer.');
     const message = all[last]!;
-    let ctxs: AssembledContext;
-    try {
-      conversationId = validateConversationId(named, HEADER);
-      memory = memoryOf(conversationId);
-      const before = all.slice(0, last);
-      const history = before.some((m) => m.role !== 'system') ? before : undefined;
-      ctxs = await memory.onMessageInbound({ conversationId, message, ...(history ? { history } : {}) });
-    } catch (e) {
-      if (isPagewiseError(e)) return errorResponse(400, e.code, e.message);
-      throw e;
-    }
+    const conversationId = resolved.key;
+    const memory = memoryOf(conversationId, resolved.caller);
+    const before = all.slice(0, last);
+    const history = before.some((m) => m.role !== 'system') ? before : undefined;
+    const ctxs = await memory.onMessageInbound({ conversationId, message, ...(history ? { history } : {}) });
     const { system, rest } = split(ctxs);
-    const appSystem = kind === 'openai' ? all.slice(0, last).filter((m) => m.role === 'system').map((m) => textOf(m.content)) : [textOf(body.system)].filter(Boolean);
+    const appSystem = kind === 'openai' ? before.filter((m) => m.role === 'system').map((m) => textOf(m.content)) : [textOf(body.system)].filter(Boolean);
     // With the caller's history the engine kept its leading system messages in ctx.messages; without it, the app's.
-    const systems = [...(kind === 'openai' && all.slice(0, last).some((m) => m.role !== 'system') ? [] : appSystem), ...system];
+    const systems = [...(kind === 'openai' && history ? [] : appSystem), ...system];
     const forwarded: Record<string, unknown> = kind === 'openai'
       ? { ...body, messages: [...(systems.length > 0 ? [{ role: 'system', content: systems.join('\n\n') }] : []), ...rest.map(toOpenAi)] }
       : { ...body, ...(systems.length > 0 ? { system: systems.join('\n\n') } : {}), messages: toAnthropic(rest) };
-
-    const headers = new Headers({ 'content-type': 'application/json', ...upstream.headers });
-    const clientKey = kind === 'openai' ? request.headers.get('authorization') : request.headers.get('x-api-key');
-    if (options.forwardClientKey && clientKey) headers.set(kind === 'openai' ? 'authorization' : 'x-api-key', clientKey);
-    else if (upstream.apiKey) {
-      if (kind === 'openai') headers.set('authorization', `Bearer ${upstream.apiKey}`);
-      else headers.set('x-api-key', upstream.apiKey);
-    }
-    if (kind === 'anthropic' && !headers.has('anthropic-version')) headers.set('anthropic-version', '2023-06-01');
-    const target = `${upstream.baseUrl.replace(/\/+$/, '')}${kind === 'openai' ? '/chat/completions' : '/v1/messages'}`;
-    let response: Response;
-    try {
-      response = await fetch(target, { method: 'POST', headers, body: JSON.stringify(forwarded), signal: AbortSignal.timeout(upstream.timeoutMs ?? 120_000) });
-    } catch (e) {
-      const timedOut = (e as Error)?.name === 'TimeoutError';
-      return errorResponse(timedOut ? 504 : 502, 'UPSTREAM_ERROR', timedOut ? `The upstream did not answer within ${upstream.timeoutMs ?? 120_000} ms.` : `The upstream could not be reached (${(e as Error)?.message ?? e}).`);
-    }
+    const { response, failed } = await forward(request, kind, upstream, forwarded, options.forwardClientKey === true);
+    if (failed) return response;
     // What the upstream says, as it says it (status, body); only the exchange's storing is pagewise's.
     const passHeaders = new Headers(response.headers);
     passHeaders.delete('content-length');
@@ -213,51 +264,24 @@ export function memoryProxy(options: MemoryProxyOptions): (request: Request, ctx
     const collected = collectStream(kind, toMemory).then(store, () => undefined);
     if (ctx) ctx.waitUntil(collected);
     return new Response(toClient, { status: response.status, headers: passHeaders });
-  };
+  }
 }
 
-function openAiReply(json: { choices?: { message?: { content?: unknown; tool_calls?: { id: string; function: { name: string; arguments: string } }[] } }[] }): ChatMessage | null {
-  const m = json.choices?.[0]?.message;
-  if (!m) return null;
-  const calls = (m.tool_calls ?? []).map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } }));
-  return { role: 'assistant', content: textOf(m.content), ...(calls.length > 0 ? { toolCalls: calls } : {}) };
+/** The request sent on with the provider's key (or the client's, when configured); a 502/504 when it cannot be. */
+async function forward(request: Request, kind: 'openai' | 'anthropic', upstream: UpstreamOptions, forwarded: Record<string, unknown>, clientKeyToo: boolean): Promise<{ response: Response; failed: boolean }> {
+  const headers = new Headers({ 'content-type': 'application/json', ...upstream.headers });
+  const clientKey = kind === 'openai' ? request.headers.get('authorization') : request.headers.get('x-api-key');
+  if (clientKeyToo && clientKey) headers.set(kind === 'openai' ? 'authorization' : 'x-api-key', clientKey);
+  else if (upstream.apiKey) {
+    if (kind === 'openai') headers.set('authorization', `Bearer ${upstream.apiKey}`);
+    else headers.set('x-api-key', upstream.apiKey);
+  }
+  if (kind === 'anthropic' && !headers.has('anthropic-version')) headers.set('anthropic-version', '2023-06-01');
+  const target = `${upstream.baseUrl.replace(/\/+$/, '')}${kind === 'openai' ? '/chat/completions' : '/v1/messages'}`;
+  try {
+    return { response: await fetch(target, { method: 'POST', headers, body: JSON.stringify(forwarded), signal: AbortSignal.timeout(upstream.timeoutMs ?? 120_000) }), failed: false };
+  } catch (e) {
+    const timedOut = (e as Error)?.name === 'TimeoutError';
+    return { response: errorResponse(timedOut ? 504 : 502, 'UPSTREAM_ERROR', timedOut ? `The upstream did not answer within ${upstream.timeoutMs ?? 120_000} ms.` : `The upstream could not be reached (${(e as Error)?.message ?? e}).`), failed: true };
+  }
 }
-
-function anthropicReply(json: { content?: Record<string, unknown>[] }): ChatMessage | null {
-  if (!Array.isArray(json.content)) return null;
-  const [reply] = fromAnthropic([{ role: 'assistant', content: json.content }]);
-  return reply ?? null;
-}
-
-/** The reply's text and tool calls from an SSE stream; null when the stream did not end as its protocol ends one. */
-async function collectStream(kind: 'openai' | 'anthropic', body: ReadableStream<Uint8Array>): Promise<ChatMessage | null> {
-  let text = '';
-  let finished = false;
-  const calls = new Map<number, { id: string; name: string; args: string }>();
-  await readSse(body, (data, event) => {
-    if (kind === 'openai') {
-      if (data.trim() === '[DONE]') { finished = true; return; }
-      const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string; tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[] } }[] };
-      const delta = chunk.choices?.[0]?.delta;
-      if (typeof delta?.content === 'string') text += delta.content;
-      for (const c of delta?.tool_calls ?? []) {
-        const call = calls.get(c.index) ?? { id: '', name: '', args: '' };
-        if (c.id) call.id = c.id;
-        if (c.function?.name) call.name += c.function.name;
-        if (c.function?.arguments) call.args += c.function.arguments;
-        calls.set(c.index, call);
-      }
-    } else {
-      const e = JSON.parse(data) as { type?: string; index?: number; delta?: { type?: string; text?: string; partial_json?: string }; content_block?: { type?: string; id?: string; name?: string } };
-      const type = e.type ?? event;
-      if (type === 'content_block_start' && e.content_block?.type === 'tool_use') calls.set(e.index ?? 0, { id: e.content_block.id ?? '', name: e.content_block.name ?? '', args: '' });
-      else if (type === 'content_block_delta' && e.delta?.type === 'text_delta') text += e.delta.text ?? '';
-      else if (type === 'content_block_delta' && e.delta?.type === 'input_json_delta') { const c = calls.get(e.index ?? 0); if (c) c.args += e.delta.partial_json ?? ''; }
-      else if (type === 'message_stop') finished = true;
-    }
-  });
-  if (!finished) return null;
-  const toolCalls = [...calls.values()].map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.args || '{}' } }));
-  return { role: 'assistant', content: text, ...(toolCalls.length > 0 ? { toolCalls } : {}) };
-}
-

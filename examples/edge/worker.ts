@@ -1,6 +1,7 @@
-// A Worker with pagewise's proxy in front of an OpenAI-compatible upstream, and one Durable Object per conversation.
-// npx wrangler dev   (see README.md here)
-import { PagewiseMemory, memoryProxy, memoryStub, type MemoryNamespaceLike } from 'pagewise/edge';
+// A Worker with pagewise's proxy in front of an OpenAI-compatible upstream, and one Durable Object per (user,
+// conversation). Clients authenticate with a bearer token; the conversation header picks among their own.
+// npx wrangler dev --var PAGEWISE_CLIENT_TOKENS:tok-alice:alice,tok-bob:bob   (see README.md here)
+import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, type MemoryNamespaceLike } from 'pagewise/edge';
 
 interface Env {
   MEMORY: MemoryNamespaceLike;
@@ -8,6 +9,8 @@ interface Env {
   UPSTREAM_URL: string;
   /** A secret: `npx wrangler secret put UPSTREAM_KEY` (or .dev.vars locally). */
   UPSTREAM_KEY?: string;
+  /** Who may use the proxy: "token:user,token:user". A secret: `npx wrangler secret put PAGEWISE_CLIENT_TOKENS`. */
+  PAGEWISE_CLIENT_TOKENS?: string;
   /** Optional: Workers AI, for embeddings (bge-small-en-v1.5). */
   AI?: unknown;
 }
@@ -22,7 +25,9 @@ export class Memory extends PagewiseMemory<Env> {
 export default {
   fetch(request: Request, env: Env, ctx: { waitUntil(p: Promise<unknown>): void }): Promise<Response> {
     return memoryProxy({
-      memory: (conversationId) => memoryStub(env.MEMORY, conversationId),
+      // The key combines the user and the header's conversation id: one object per (user, conversation).
+      memory: (key) => memoryStub(env.MEMORY, key),
+      authenticate: bearerAuth(env.PAGEWISE_CLIENT_TOKENS),
       openai: { baseUrl: env.UPSTREAM_URL, ...(env.UPSTREAM_KEY ? { apiKey: env.UPSTREAM_KEY } : {}) },
     })(request, ctx);
   },

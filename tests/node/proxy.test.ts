@@ -1,43 +1,29 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { memoryProxy } from '../../src/proxy.js';
+import { memoryProxy, proxyConversationKey } from '../../src/proxy.js';
 import type { Memory } from '../../src/index.js';
 import { createMemory } from './helpers.js';
+import { startUpstream, type Reply, type Upstream } from './upstream.js';
 
-// A local upstream speaking both protocols (the only double: a remote LLM endpoint).
-type Reply = { status?: number; type?: string; body: string };
-let next: Reply[] = [];
-const seen: { path: string; headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
-let server: Server;
+let up: Upstream;
+let next: Reply[];
+let seen: Upstream['seen'];
 let base: string;
 const KEY = 'sk-upstream-secret';
+// The client's own credential for the proxy (not the provider's key): its user is u1, and 'c1' is u1's conversation.
+const C1 = proxyConversationKey('u1', 'c1');
 
 const sse = (events: unknown[], end: string | null) => `${events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('')}${end ?? ''}`;
 const anthropicSse = (events: { type: string }[]) => events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
 
-beforeAll(async () => {
-  server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => { raw += c; });
-    req.on('end', () => {
-      seen.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(raw) as Record<string, unknown> });
-      const r = next.shift() ?? { body: '{}' };
-      res.writeHead(r.status ?? 200, { 'content-type': r.type ?? 'application/json' });
-      res.end(r.body);
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+beforeAll(async () => { up = await startUpstream(); base = up.base; next = up.next; seen = up.seen; });
+afterAll(() => up.close());
 
 let memory: Memory;
 let pending: Promise<unknown>[] = [];
 const ctx = { waitUntil: (p: Promise<unknown>) => { pending.push(p); } };
-beforeEach(async () => { next = []; seen.length = 0; pending = []; memory = await createMemory(); });
+beforeEach(async () => { next.length = 0; seen.length = 0; pending = []; memory = await createMemory(); });
 
-const proxy = () => memoryProxy({ memory, openai: { baseUrl: `${base}/v1`, apiKey: KEY }, anthropic: { baseUrl: base, apiKey: KEY } });
+const proxy = () => memoryProxy({ memory, authenticate: (r) => (r.headers.get('authorization') === 'Bearer client-key' ? 'u1' : null), openai: { baseUrl: `${base}/v1`, apiKey: KEY }, anthropic: { baseUrl: base, apiKey: KEY } });
 const post = (path: string, body: unknown, headers: Record<string, string> = { 'x-pagewise-conversation': 'c1' }) =>
   new Request(`http://proxy.test${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer client-key', ...headers }, body: JSON.stringify(body) });
 const settled = async () => { await Promise.all(pending); pending = []; };
@@ -51,7 +37,7 @@ describe('memoryProxy: OpenAI chat completions', () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(JSON.stringify(completion));
     await settled();
-    expect((await memory.turns('c1')).map((t) => t.text)).toEqual(['Our deploys go out on Tuesdays.', 'Deploys go out on Tuesdays.']);
+    expect((await memory.turns(C1)).map((t) => t.text)).toEqual(['Our deploys go out on Tuesdays.', 'Deploys go out on Tuesdays.']);
     expect(seen[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
     // The client sends only its new message: the stored exchange goes upstream with it.
     next.push({ type: 'text/event-stream', body: sse([
@@ -67,7 +53,7 @@ describe('memoryProxy: OpenAI chat completions', () => {
     expect(JSON.stringify(sent)).toContain('Our deploys go out on Tuesdays.');
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'When do deploys go out?' });
     await settled();
-    expect((await memory.turns('c1')).map((t) => t.text).slice(-2)).toEqual(['When do deploys go out?', 'On Tuesdays.']);
+    expect((await memory.turns(C1)).map((t) => t.text).slice(-2)).toEqual(['When do deploys go out?', 'On Tuesdays.']);
   });
 
   it('stores tool calls as tool calls (streamed deltas joined)', async () => {
@@ -77,7 +63,7 @@ describe('memoryProxy: OpenAI chat completions', () => {
     ], 'data: [DONE]\n\n') });
     await (await proxy()(post('/v1/chat/completions', { model: 'm', stream: true, messages: [{ role: 'user', content: 'Weather in Oslo?' }] }), ctx)).text();
     await settled();
-    expect((await memory.turns('c1'))[1]).toMatchObject({ toolCalls: [{ id: 'call_1', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } }] });
+    expect((await memory.turns(C1))[1]).toMatchObject({ toolCalls: [{ id: 'call_1', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } }] });
   });
 
   it('upstream errors and malformed streams pass to the client and store nothing; no conversation header is a typed 400', async () => {
@@ -90,7 +76,7 @@ describe('memoryProxy: OpenAI chat completions', () => {
     next.push({ body: 'not json' });
     expect(await (await proxy()(post('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'hello' }] }), ctx)).text()).toBe('not json');
     await settled();
-    await expect(memory.turns('c1')).rejects.toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
+    await expect(memory.turns(C1)).rejects.toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
     const missing = await proxy()(post('/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, {}), ctx);
     expect(missing.status).toBe(400);
     expect(await missing.json()).toMatchObject({ error: { code: 'INVALID_CONVERSATION_ID' } });
@@ -116,6 +102,6 @@ describe('memoryProxy: Anthropic messages', () => {
     expect(await streamed.text()).toContain('text_delta');
     await settled();
     expect(JSON.stringify(seen[1]!.body.messages)).toContain('the locker code is 4-1-9');
-    expect((await memory.turns('c1')).map((t) => t.text).slice(-2)).toEqual(['What is the locker code?', 'It is 4-1-9.']);
+    expect((await memory.turns(C1)).map((t) => t.text).slice(-2)).toEqual(['What is the locker code?', 'It is 4-1-9.']);
   });
 });
