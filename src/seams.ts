@@ -12,7 +12,10 @@ export interface TagRequest {
   text: string;
   /** `unit`: stored turns being indexed. `query`: an inbound message being matched against stored tags. */
   kind: 'unit' | 'query';
-  /** Known tags of the conversation, most used first (vocabulary feedback: reuse these when the topic matches). */
+  /**
+   * Known tags of the conversation, most used first (vocabulary feedback: reuse these when the topic matches). Only
+   * the keyword tagger (the last, local one) is given the tags that private messages alone carry: they are their words.
+   */
   vocabulary: readonly string[];
   minTags: number;
   maxTags: number;
@@ -21,7 +24,7 @@ export interface TagRequest {
    * spelling). The keyword tagger prefers words that are rare in the conversation.
    */
   stats?: { turns: number; termFrequencies(terms: readonly string[]): Promise<ReadonlyMap<string, number>> };
-  /** `query`: every stored tag of the conversation with the number of units it is on (for taggers that match all). */
+  /** `query`: every stored tag of the conversation with the number of units it is on (for taggers that match all; as `vocabulary`, without private messages' own tags for all but the keyword tagger). */
   stored?: ReadonlyMap<string, number>;
   /**
    * `query`, when embeddings are on: the question's vector (unit length) or null (model loading, failed). It is the
@@ -176,7 +179,10 @@ export interface SummaryRequest {
   /** The text just before and just after the items (seed 003): the summary should read as a bridge between them. */
   before?: string;
   after?: string;
-  /** The items' tags and related tags. A summarizer may add tags; the engine never drops these. */
+  /**
+   * The items' tags and related tags, less those only private messages carry (a private message's text is replaced by
+   * a placeholder in `items`, and is never `before` or `after`). A summarizer may add tags; the engine never drops these.
+   */
   tags: string[];
   relatedTags: string[];
   /** The tag rules' `summaryPrompt`s for these tags. */

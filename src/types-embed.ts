@@ -15,6 +15,12 @@ export interface Embedder {
    * all-MiniLM-L6-v2 and the remote default; `similarityThreshold` overrides it.
    */
   readonly threshold?: number;
+  /**
+   * True only when the model runs on this device (the transformers.js embedder sets it). Any other embedder, yours
+   * included unless it says so, is taken to send texts elsewhere: a private message's text is never given to it
+   * (its turn has no vector and is found by tags and BM25; a private question is not embedded).
+   */
+  readonly local?: boolean;
   embed(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array[]>;
   /** The question's vector, when a model embeds queries differently (e5's `query: ` prefix). Default: `embed`. */
   embedQuery?(text: string, signal?: AbortSignal): Promise<Float32Array>;

@@ -160,24 +160,31 @@ export function createCompactor(d: CompactorDeps) {
 
   const target = (sourceTokens: number): number => Math.max(MIN_SUMMARY, Math.min(s.summaryTokens, Math.round(sourceTokens * s.summaryRatio)));
 
-  const segmentRequest = async (conversationId: string, seg: Segment, tok: Tokenizer): Promise<{ request: SummaryRequest; turns: TurnRecord[]; related: string[] }> => {
+  /**
+   * The segment's request, and its units with the tags a summary of them may carry: a tag that only units holding a
+   * private message carry is one of its words, so the summarizer is not told it and the summary does not carry it.
+   */
+  const segmentRequest = async (conversationId: string, seg: Segment, tok: Tokenizer): Promise<{ request: SummaryRequest; turns: TurnRecord[]; related: string[]; units: TaggedUnit[] }> => {
     const turns = await d.turns.range(conversationId, Math.max(0, seg.firstSeq - 1), seg.lastSeq - seg.firstSeq + 3);
     const inside = turns.filter((t) => t.seq >= seg.firstSeq && t.seq <= seg.lastSeq && t.role !== 'system');
     const before = turns.find((t) => t.seq === seg.firstSeq - 1);
     const after = turns.find((t) => t.seq === seg.lastSeq + 1);
+    const hidden = await d.tags.privateTags(conversationId);
+    const tags = seg.tags.filter((t) => !hidden.has(t));
     const tagRows = await d.tags.tagsOf(conversationId, seg.units.map((u) => u.unitSeq));
-    const related = [...new Set([...tagRows.values()].flatMap((r) => r.related))].filter((t) => !seg.tags.includes(t));
+    const related = [...new Set([...tagRows.values()].flatMap((r) => r.related))].filter((t) => !seg.tags.includes(t) && !hidden.has(t));
     const counts = await storedTextTokens(d.turns, tok, inside);
     const tokens = [...counts.values()].reduce((a, b) => a + b, 0);
     const request: SummaryRequest = {
       conversationId, kind: 'segment', level: 1,
       items: inside.map(turnItem),
-      tags: seg.tags, relatedTags: related, instructions: instructions(seg.tags),
+      tags, relatedTags: related, instructions: instructions(tags),
       targetTokens: target(tokens),
     };
     if (before && !before.private) request.before = `${speaker(before)}: ${before.text}`;
     if (after && !after.private) request.after = `${speaker(after)}: ${after.text}`;
-    return { request, turns: inside, related };
+    const units = seg.units.map((u) => ({ ...u, tags: u.tags.filter((t) => !hidden.has(t)) }));
+    return { request, turns: inside, related, units };
   };
 
   /** Rolls up the frontier: `nSumSum` summaries of a level become one of the next; at `maxSumLevel` the master absorbs them. */
@@ -196,8 +203,10 @@ export function createCompactor(d: CompactorDeps) {
         const parts = previous ? [previous, ...group] : group;
         // The tags of the parts most used in the conversation (the previous master's are the most used so far).
         const usage = await atomic(() => d.canonicalizer.counts(conversationId));
-        const tags = prominent(parts.map((x) => x.tags), usage, ROLLUP_TAGS);
-        const related = prominent(parts.map((x) => x.relatedTags), usage, ROLLUP_TAGS).filter((t) => !tags.includes(t));
+        // Summaries written before private messages' tags were withheld may carry them.
+        const hidden = await atomic(() => d.tags.privateTags(conversationId));
+        const tags = prominent(parts.map((x) => x.tags), usage, ROLLUP_TAGS).filter((t) => !hidden.has(t));
+        const related = prominent(parts.map((x) => x.relatedTags), usage, ROLLUP_TAGS).filter((t) => !tags.includes(t) && !hidden.has(t));
         const result = await summarize({
           conversationId, kind: master ? 'master' : 'rollup', level: level + 1,
           items: parts.map((x): SummaryItem => ({ id: x.id, speaker: 'summary', text: x.text, createdAt: x.createdAt })),
@@ -333,11 +342,11 @@ export function createCompactor(d: CompactorDeps) {
           for (let i = 0; i < plan.length && !stop; i += s.maxConcurrentSummaries) {
             const slice = plan.slice(i, i + s.maxConcurrentSummaries);
             const jobs = pool(slice, s.maxConcurrentSummaries, async (seg) => {
-              const { request, turns, related } = await atomic(() => segmentRequest(conversationId, seg, tok));
-              return { seg, turns, related, result: await summarize(request, signal) };
+              const { request, turns, related, units } = await atomic(() => segmentRequest(conversationId, seg, tok));
+              return { seg, request, turns, related, units, result: await summarize(request, signal) };
             });
             for (const job of jobs) {
-              const { seg, turns, related, result } = await job;
+              const { seg, request, turns, related, units, result } = await job;
               if (signal.aborted) throw signal.reason;
               const summary = await atomic(async () => {
                 const state = await d.summaries.state(conversationId);
@@ -347,14 +356,14 @@ export function createCompactor(d: CompactorDeps) {
                   id: newId(), conversationId, kind: 'segment', level: 1, firstSeq: seg.firstSeq, lastSeq: seg.lastSeq,
                   from: turns[0]?.createdAt ?? new Date().toISOString(), to: turns[turns.length - 1]?.createdAt ?? new Date().toISOString(),
                   sourceIds: turns.map((t) => t.id), text: result.text,
-                  tags: await grow(conversationId, seg.tags, result.tags), relatedTags: await grow(conversationId, related, result.related),
+                  tags: await grow(conversationId, request.tags, result.tags), relatedTags: await grow(conversationId, related, result.related),
                   tokens: tok.count(result.text), madeBy: result.madeBy, promptVersion: result.version, createdAt: new Date().toISOString(),
                 };
                 await d.summaries.commitSegment(x, seg.lastSeq + 1, new Date().toISOString());
                 return x;
               });
               if (!summary) { stop = true; break; }
-              committed.push({ units: seg.units, tags: summary.tags, related: summary.relatedTags });
+              committed.push({ units, tags: summary.tags, related: summary.relatedTags });
               report.segmentsCompacted++;
               report.turnsCompacted += turns.length;
               report.summariesMade++;
@@ -396,9 +405,11 @@ export function createCompactor(d: CompactorDeps) {
             .map(turnItem)
           : (await atomic(() => d.summaries.byIds(conversationId, x.sourceIds))).sort((a, b) => a.firstSeq - b.firstSeq)
             .map((y) => ({ id: y.id, speaker: 'summary', text: y.text, createdAt: y.createdAt }));
+        const hidden = await atomic(() => d.tags.privateTags(conversationId));
+        const tags = x.tags.filter((t) => !hidden.has(t));
         const result = await summarize({
-          conversationId, kind: x.kind, level: x.level, ...(x.tag ? { tag: x.tag } : {}), items, tags: x.tags, relatedTags: x.relatedTags,
-          instructions: instructions(x.tags), targetTokens: x.kind === 'segment' ? target(tok.count(items.map((i) => i.text).join('\n'))) : s.summaryTokens,
+          conversationId, kind: x.kind, level: x.level, ...(x.tag ? { tag: x.tag } : {}), items, tags, relatedTags: x.relatedTags.filter((t) => !hidden.has(t)),
+          instructions: instructions(tags), targetTokens: x.kind === 'segment' ? target(tok.count(items.map((i) => i.text).join('\n'))) : s.summaryTokens,
         }, signal);
         await atomic(async () => d.summaries.rewrite(x, result.text, tok.count(result.text), result.madeBy, result.version,
           await grow(conversationId, x.tags, result.tags), await grow(conversationId, x.relatedTags, result.related)));

@@ -1,5 +1,6 @@
 import { PagewiseError } from '../errors.js';
 import { postJson } from '../llm/http.js';
+import { redact, secretsOf } from '../text/redact.js';
 import type { Embedder, RemoteEmbeddingOptions } from '../types-embed.js';
 
 const MODULE = 'embedder';
@@ -11,9 +12,12 @@ const MODULE = 'embedder';
 export function remoteEmbedder(options: RemoteEmbeddingOptions): Embedder {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/embeddings`;
   const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+  // The endpoint as messages name it: credentials in the URL redacted (postJson redacts its own messages).
+  const shown = redact(url, secretsOf({ url }));
   let dimensions = options.dimensions ?? 0;
   return {
     modelId: `openai-compatible:${options.model}${options.dimensions ? `@${options.dimensions}` : ''}`,
+    local: false,
     get dimensions() { return dimensions; },
     maxBatchSize: options.maxBatchSize ?? 64,
     threshold: options.threshold ?? 0.3,
@@ -24,16 +28,16 @@ export function remoteEmbedder(options: RemoteEmbeddingOptions): Embedder {
       const reply = await postJson(url, body, headers, options, signal, 'EMBEDDING_ERROR') as { data?: Array<{ index?: number; embedding?: unknown }> };
       const data = reply?.data;
       if (!Array.isArray(data) || data.length !== texts.length) {
-        throw new PagewiseError('EMBEDDING_ERROR', MODULE, `${url} answered without one embedding per input (${texts.length} sent, ${Array.isArray(data) ? data.length : 'no data'} back).`);
+        throw new PagewiseError('EMBEDDING_ERROR', MODULE, `${shown} answered without one embedding per input (${texts.length} sent, ${Array.isArray(data) ? data.length : 'no data'} back).`);
       }
       const out = new Array<Float32Array>(texts.length);
       data.forEach((d, i) => {
         const v = d.embedding;
         if (!Array.isArray(v) || v.length === 0 || v.some((x) => typeof x !== 'number')) {
-          throw new PagewiseError('EMBEDDING_ERROR', MODULE, `${url} answered an embedding that is not a list of numbers (set encoding_format "float" on your server).`);
+          throw new PagewiseError('EMBEDDING_ERROR', MODULE, `${shown} answered an embedding that is not a list of numbers (set encoding_format "float" on your server).`);
         }
         if (dimensions === 0) dimensions = v.length;
-        if (v.length !== dimensions) throw new PagewiseError('EMBEDDING_ERROR', MODULE, `${url} answered ${v.length} dimensions, expected ${dimensions}.`);
+        if (v.length !== dimensions) throw new PagewiseError('EMBEDDING_ERROR', MODULE, `${shown} answered ${v.length} dimensions, expected ${dimensions}.`);
         out[typeof d.index === 'number' ? d.index : i] = Float32Array.from(v as number[]);
       });
       return out;

@@ -48,6 +48,8 @@ export function createSemantic(deps: {
   onProgress?: (p: EmbeddingProgress) => void;
 }) {
   const { embedder, background, serial } = deps;
+  // Only a model on this device is given private messages (an embedder that does not say it is local is remote).
+  const local = embedder?.local === true;
   const store = createVectorStore(deps.driver);
   // Conversations already checked for vectors a reload left missing: the most recently used only (an engine may see
   // any number of ids; a conversation checked again only costs one look at its pending turns).
@@ -90,7 +92,7 @@ export function createSemantic(deps: {
     if (!(await loaded())) return;
     for (let b = 0; b < BATCHES_PER_JOB; b++) {
       if (background.signal.aborted) return;
-      const batch: PendingText[] = await serial(() => store.pending(conversationId, embedder.modelId, embedder.maxBatchSize));
+      const batch: PendingText[] = await serial(() => store.pending(conversationId, embedder.modelId, embedder.maxBatchSize, local));
       if (batch.length === 0) {
         await serial(() => store.dropOtherModels(conversationId, embedder.modelId));
         return;
@@ -118,7 +120,7 @@ export function createSemantic(deps: {
       // A rewritten summary keeps its row id: its new vector takes the old one's place.
       if (summaries && saved.summaries.length > 0) (await summaries).add(saved.summaries);
       if (deps.onProgress) {
-        const c = await serial(() => store.counts(conversationId, embedder.modelId));
+        const c = await serial(() => store.counts(conversationId, embedder.modelId, local));
         deps.onProgress({ conversationId, modelId: embedder.modelId, ...c });
       }
     }
@@ -176,10 +178,12 @@ export function createSemantic(deps: {
     /**
      * The question's vector, or null with a note saying why (no embedder, model still loading, load failure, endpoint
      * down). A model that is still loading is not waited for: loading is not the request's work (a first page load
-     * fetches 44 MB); this answer uses tags + BM25 and the next ones the model.
+     * fetches 44 MB); this answer uses tags + BM25 and the next ones the model. A private question is not given to
+     * a remote embedder.
      */
-    async query(text: string, signal?: AbortSignal): Promise<QueryVector> {
+    async query(text: string, signal?: AbortSignal, privateText = false): Promise<QueryVector> {
       if (!embedder) return { vector: null, notes: [] };
+      if (privateText && !local) return { vector: null, notes: ['a private message is not sent to a remote embedder: this answer used tags + BM25 only.'] };
       if (!loadFailure && !modelReady && embedder.load) {
         // One macrotask turn: a model this process has loaded already (another engine's) answers within it.
         const ready = await Promise.race([loaded(), new Promise<false>((resolve) => setTimeout(resolve, 0, false))]);
@@ -228,14 +232,15 @@ export function createSemantic(deps: {
 
     /** How much of a conversation is embedded, and the last failure. */
     async status(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }> {
-      const c = embedder ? await store.counts(conversationId, embedder.modelId) : { total: 0, embedded: 0 };
+      const c = embedder ? await store.counts(conversationId, embedder.modelId, local) : { total: 0, embedded: 0 };
       return { conversationId, modelId: embedder?.modelId ?? '', ...c, lastError: loadFailure ?? lastFailure };
     },
 
     /** Whether any turn waits for its vector (a note for the manifest while an import is being embedded). */
     async unembedded(conversationId: string, turns: number): Promise<number> {
       if (!embedder || loadFailure) return 0;
-      return Math.max(0, turns - (await turnIndex(conversationId)).size);
+      const withheld = local ? 0 : await store.privateTurns(conversationId);
+      return Math.max(0, turns - withheld - (await turnIndex(conversationId)).size);
     },
   };
 }

@@ -163,6 +163,7 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
   return {
     modelId,
     get dimensions() { return dimensions; },
+    local: true,
     maxBatchSize: options.maxBatchSize ?? 16,
     threshold: options.threshold ?? 0.3,
     async load() { await load(); },

@@ -49,14 +49,22 @@ export const MAX_CHARS = 2000;
 
 /** SQL for embeddings: what is missing for a model, saving a batch in one transaction, loading a conversation's vectors. */
 export function createVectorStore(driver: StorageDriver) {
+  /** How many of the conversation's turns are private. */
+  const privateTurns = async (conversationId: string): Promise<number> => {
+    const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns INDEXED BY turns_private WHERE conversation_id = ? AND private = 1', [conversationId]);
+    return Number(rows[0]?.n ?? 0);
+  };
   return {
-    /** Turns after the last embedded one (turns are embedded in order), then summaries without a vector. */
-    async pending(conversationId: string, modelId: string, limit: number): Promise<PendingText[]> {
+    /**
+     * Turns after the last embedded one (turns are embedded in order), then summaries without a vector. Private
+     * turns only with `withPrivate` (a local model): otherwise they never get a vector, and the order skips them.
+     */
+    async pending(conversationId: string, modelId: string, limit: number, withPrivate: boolean): Promise<PendingText[]> {
       const last = await driver.query<{ m: number | null }>(
         "SELECT MAX(ref) AS m FROM embeddings WHERE conversation_id = ? AND model_id = ? AND kind = 'turn'", [conversationId, modelId]);
       const after = last[0]?.m ?? -1;
       const turns = await driver.query<{ seq: number; text: string; created_ms: number }>(
-        'SELECT seq, substr(text, 1, ?) AS text, created_ms FROM turns WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+        `SELECT seq, substr(text, 1, ?) AS text, created_ms FROM turns WHERE conversation_id = ? AND seq > ? ${withPrivate ? '' : 'AND private = 0'} ORDER BY seq LIMIT ?`,
         [MAX_CHARS, conversationId, Number(after), limit]);
       const out: PendingText[] = turns.map((t) => ({ kind: 'turn', ref: Number(t.seq), text: t.text, createdMs: Number(t.created_ms) }));
       if (out.length < limit) {
@@ -69,14 +77,17 @@ export function createVectorStore(driver: StorageDriver) {
       return out;
     },
 
-    /** Turns and summaries stored, and those with a vector of `modelId`. */
-    async counts(conversationId: string, modelId: string): Promise<{ total: number; embedded: number }> {
+    /** Turns and summaries to embed (private turns only `withPrivate`), and those with a vector of `modelId`. */
+    async counts(conversationId: string, modelId: string, withPrivate: boolean): Promise<{ total: number; embedded: number }> {
       const rows = await driver.query<{ total: number; embedded: number }>(
         `SELECT (SELECT COUNT(*) FROM turns WHERE conversation_id = ?) + (SELECT COUNT(*) FROM summaries WHERE conversation_id = ?) AS total,
                 (SELECT COUNT(*) FROM embeddings WHERE conversation_id = ? AND model_id = ?) AS embedded`,
         [conversationId, conversationId, conversationId, modelId]);
-      return { total: Number(rows[0]?.total ?? 0), embedded: Number(rows[0]?.embedded ?? 0) };
+      const total = Number(rows[0]?.total ?? 0) - (withPrivate ? 0 : await privateTurns(conversationId));
+      return { total, embedded: Number(rows[0]?.embedded ?? 0) };
     },
+
+    privateTurns,
 
     /**
      * One batch's vectors, atomically; returns them as stored, turns' and summaries'. A summary rewritten meanwhile

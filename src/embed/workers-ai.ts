@@ -14,7 +14,7 @@ export function workersAiEmbedder(ai: WorkersAiLike, options: { model?: string; 
   if (typeof ai?.run !== 'function') throw new PagewiseError('INVALID_OPTIONS', 'edge', 'workersAiEmbedder needs the Workers AI binding (env.AI: add "ai": { "binding": "AI" } to wrangler.jsonc).');
   const model = options.model ?? '@cf/baai/bge-small-en-v1.5';
   return {
-    modelId: `workers-ai:${model}`, dimensions: options.dimensions ?? 384, maxBatchSize: 32, threshold: 0.5,
+    modelId: `workers-ai:${model}`, dimensions: options.dimensions ?? 384, maxBatchSize: 32, threshold: 0.5, local: false,
     async embed(texts) {
       const out = await ai.run(model, { text: [...texts], pooling: 'cls' });
       if (!Array.isArray(out?.data) || out.data.length !== texts.length) {

@@ -1,5 +1,6 @@
 import { PagewiseError } from '../errors.js';
 import type { AnthropicOptions, LlmProvider, LlmRequest, LlmResponse } from '../types.js';
+import { redact, secretsOf } from '../text/redact.js';
 import { postJson } from './http.js';
 
 interface MessagesReply {
@@ -17,6 +18,10 @@ interface MessagesReply {
  */
 export function anthropic(options: AnthropicOptions): LlmProvider {
   const url = `${(options.baseUrl ?? 'https://api.anthropic.com').replace(/\/+$/, '')}/v1/messages`;
+  const headers: Record<string, string> = { 'anthropic-version': options.version ?? '2023-06-01' };
+  if (options.apiKey) headers['x-api-key'] = options.apiKey;
+  // A proxy that echoes the request (key included) into its reply has it taken out before the text is stored or shown.
+  const secrets = secretsOf({ url, headers: { ...headers, ...options.headers } });
   return {
     name: 'anthropic',
     model: options.model,
@@ -30,12 +35,10 @@ export function anthropic(options: AnthropicOptions): LlmProvider {
       };
       if (system.length > 0) body.system = system.join('\n\n');
       if (request.temperature !== undefined) body.temperature = request.temperature;
-      const headers: Record<string, string> = { 'anthropic-version': options.version ?? '2023-06-01' };
-      if (options.apiKey) headers['x-api-key'] = options.apiKey;
       const data = await postJson(url, body, headers, options, request.signal) as MessagesReply;
       const parts = Array.isArray(data?.content) ? data.content.filter((c) => c?.type === 'text' && typeof c.text === 'string') : [];
-      if (parts.length === 0) throw new PagewiseError('LLM_ERROR', 'llm', `${url} answered without a text content block.`);
-      const response: LlmResponse = { text: parts.map((p) => p.text).join(''), model: data.model ?? options.model };
+      if (parts.length === 0) throw new PagewiseError('LLM_ERROR', 'llm', `${redact(url, secrets)} answered without a text content block.`);
+      const response: LlmResponse = { text: redact(parts.map((p) => p.text).join(''), secrets), model: redact(String(data.model ?? options.model), secrets) };
       if (data.usage) response.usage = { inputTokens: data.usage.input_tokens ?? 0, outputTokens: data.usage.output_tokens ?? 0 };
       return response;
     },

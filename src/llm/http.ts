@@ -1,4 +1,5 @@
-import { PagewiseError } from '../errors.js';
+import { PagewiseError, type PagewiseErrorCode } from '../errors.js';
+import { redact, redactError, secretsOf } from '../text/redact.js';
 import type { LlmTransportOptions } from '../types.js';
 
 const MODULE = 'llm';
@@ -22,8 +23,13 @@ function retryAfter(res: Response): number | null {
   return Number.isFinite(ms) ? Math.min(60_000, Math.max(0, ms)) : null;
 }
 
-function aborted(signal: AbortSignal | undefined, url: string, cause?: unknown): PagewiseError {
-  return new PagewiseError('ABORTED', MODULE, `The request to ${url} was aborted (${String(signal?.reason ?? 'abort')}).`, { cause });
+/**
+ * Errors whose message and cause hold no secret of the request: the key (an endpoint may echo it in its error body,
+ * a JSON.parse error quotes the reply) or credentials in the URL.
+ */
+function errors(secrets: readonly string[]) {
+  return (code: PagewiseErrorCode, message: string, cause?: unknown): PagewiseError =>
+    new PagewiseError(code, MODULE, redact(message, secrets), cause === undefined ? undefined : { cause: redactError(cause, secrets) });
 }
 
 /**
@@ -38,13 +44,16 @@ export async function postJson(
   const timeoutMs = transport.timeoutMs ?? 20_000;
   const maxRetries = transport.maxRetries ?? 2;
   const baseDelay = transport.retryDelayMs ?? 500;
+  const secrets = secretsOf({ url, headers: { ...headers, ...transport.headers } });
+  const fail = errors(secrets);
+  const aborted = (cause?: unknown): PagewiseError => fail('ABORTED', `The request to ${url} was aborted (${String(signal?.reason ?? 'abort')}).`, cause);
   let lastError: PagewiseError | undefined;
   for (let attempt = 0; attempt <= maxRetries; attempt++) {
-    if (signal?.aborted) throw aborted(signal, url);
+    if (signal?.aborted) throw aborted();
     if (attempt > 0) {
       const wait = lastError && 'retryAfterMs' in lastError ? Number((lastError as { retryAfterMs?: number }).retryAfterMs) : NaN;
       const backoff = baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
-      try { await sleep(Number.isFinite(wait) ? wait : backoff, signal); } catch (cause) { throw aborted(signal, url, cause); }
+      try { await sleep(Number.isFinite(wait) ? wait : backoff, signal); } catch (cause) { throw aborted(cause); }
     }
     const timeout = AbortSignal.timeout(timeoutMs);
     let res: Response;
@@ -56,32 +65,35 @@ export async function postJson(
         signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
       });
     } catch (cause) {
-      if (signal?.aborted) throw aborted(signal, url, cause);
-      lastError = new PagewiseError(code, MODULE, timeout.aborted
+      if (signal?.aborted) throw aborted(cause);
+      lastError = fail(code, timeout.aborted
         ? `${url} did not answer within ${timeoutMs} ms (attempt ${attempt + 1} of ${maxRetries + 1}). Raise timeoutMs or check the server.`
-        : `Could not reach ${url} (${(cause as Error).message}). Check baseUrl.`, { cause });
+        : `Could not reach ${url} (${(cause as Error).message}). Check baseUrl.`, cause);
       continue;
     }
     let raw: string;
     try {
       raw = await res.text();
     } catch (cause) {
-      if (signal?.aborted) throw aborted(signal, url, cause);
-      lastError = new PagewiseError(code, MODULE, `${url} broke off its reply (${(cause as Error).message}).`, { cause });
+      if (signal?.aborted) throw aborted(cause);
+      lastError = fail(code, `${url} broke off its reply (${(cause as Error).message}).`, cause);
       continue;
     }
+    // Redacted before it is cut: a key straddling the cut would otherwise leave its head in the message.
+    const head = (n: number): string => redact(raw, secrets).slice(0, n);
     if (res.status === 429 || res.status >= 500) {
-      lastError = Object.assign(new PagewiseError(code, MODULE,
-        `${url} answered HTTP ${res.status} after ${attempt + 1} attempt(s): ${raw.slice(0, 200)}`), { status: res.status, retryAfterMs: retryAfter(res) ?? undefined });
+      lastError = Object.assign(fail(code, `${url} answered HTTP ${res.status} after ${attempt + 1} attempt(s): ${head(200)}`),
+        { status: res.status, retryAfterMs: retryAfter(res) ?? undefined });
       continue;
     }
     if (!res.ok) {
-      throw Object.assign(new PagewiseError(code, MODULE, `${url} answered HTTP ${res.status}: ${raw.slice(0, 200)}. Check the model name and the API key.`), { status: res.status });
+      throw Object.assign(fail(code, `${url} answered HTTP ${res.status}: ${head(200)}. Check the model name and the API key.`), { status: res.status });
     }
     try {
       return JSON.parse(raw) as unknown;
-    } catch (cause) {
-      throw new PagewiseError(code, MODULE, `${url} answered with something other than JSON: ${raw.slice(0, 120)}`, { cause });
+    } catch {
+      // No cause: the parser's message quotes a cut of the reply, where a cut key would no longer be recognized.
+      throw fail(code, `${url} answered with something other than JSON: ${head(120)}`);
     }
   }
   throw lastError!;

@@ -1,5 +1,6 @@
 import { PagewiseError } from '../errors.js';
 import type { LlmProvider, LlmRequest, LlmResponse, OpenAICompatibleOptions } from '../types.js';
+import { redact, secretsOf } from '../text/redact.js';
 import { postJson } from './http.js';
 
 interface ChatCompletion {
@@ -18,6 +19,9 @@ interface ChatCompletion {
  */
 export function openaiCompatible(options: OpenAICompatibleOptions): LlmProvider {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+  // A proxy that echoes the request (key included) into its reply has it taken out before the text is stored or shown.
+  const secrets = secretsOf({ url, headers: { ...headers, ...options.headers } });
   return {
     name: 'openai-compatible',
     model: options.model,
@@ -26,10 +30,10 @@ export function openaiCompatible(options: OpenAICompatibleOptions): LlmProvider 
       if (request.json) body.response_format = { type: 'json_object' };
       if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
       if (request.temperature !== undefined) body.temperature = request.temperature;
-      const data = await postJson(url, body, options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}, options, request.signal) as ChatCompletion;
+      const data = await postJson(url, body, headers, options, request.signal) as ChatCompletion;
       const text = data?.choices?.[0]?.message?.content;
-      if (typeof text !== 'string') throw new PagewiseError('LLM_ERROR', 'llm', `${url} answered without choices[0].message.content.`);
-      const response: LlmResponse = { text, model: data.model ?? options.model };
+      if (typeof text !== 'string') throw new PagewiseError('LLM_ERROR', 'llm', `${redact(url, secrets)} answered without choices[0].message.content.`);
+      const response: LlmResponse = { text: redact(text, secrets), model: redact(String(data.model ?? options.model), secrets) };
       if (data.usage) response.usage = { inputTokens: data.usage.prompt_tokens ?? 0, outputTokens: data.usage.completion_tokens ?? 0 };
       return response;
     },

@@ -203,6 +203,10 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `ALTER TABLE turns ADD COLUMN private INTEGER NOT NULL DEFAULT 0`,
   ],
+  // 8: private turns found without reading every turn (a remote embedder and the LLM are not given their words).
+  [
+    `CREATE INDEX turns_private ON turns (conversation_id, seq) WHERE private = 1`,
+  ],
 ];
 
 /** The schema version this build writes. */

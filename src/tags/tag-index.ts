@@ -31,14 +31,27 @@ function group(turns: readonly TurnRecord[]): TurnRecord[][] {
   return units;
 }
 
+/** The request without `hidden` among its known tags. */
+function withoutTags(request: TagRequest, hidden: ReadonlySet<string>): TagRequest {
+  if (hidden.size === 0) return request;
+  const out: TagRequest = { ...request, vocabulary: request.vocabulary.filter((t) => !hidden.has(t)) };
+  if (request.stored) out.stored = new Map([...request.stored].filter(([t]) => !hidden.has(t)));
+  return out;
+}
+
 /** The turn tag index: tags every unit once its turns are stored, and tags questions for retrieval. */
 export function createTagIndex(o: TagIndexOptions) {
   /** Tags with the first tagger that succeeds; a private text only with the last (the local keyword tagger). */
   const runChain = async (request: TagRequest, privateText = false): Promise<{ result: TagResult; tagger: string; failures: string[] }> => {
     const failures: string[] = [];
-    for (const tagger of privateText ? o.taggers.slice(-1) : o.taggers) {
+    const chain = privateText ? o.taggers.slice(-1) : o.taggers;
+    // The others are not told private messages' words as known tags either.
+    let shared: TagRequest | undefined;
+    for (const [i, tagger] of chain.entries()) {
+      const local = i === chain.length - 1;
+      if (!local && !shared) shared = request.conversationId ? withoutTags(request, await o.tags.privateTags(request.conversationId)) : request;
       try {
-        return { result: await tagger.tag(request), tagger: tagger.name, failures };
+        return { result: await tagger.tag(local ? request : shared!), tagger: tagger.name, failures };
       } catch (e) {
         failures.push(`${tagger.name}: ${(e as Error).message}`);
       }
@@ -69,13 +82,14 @@ export function createTagIndex(o: TagIndexOptions) {
       for (const unit of group(turns)) {
         const fresh = unit.filter((t) => t.seq > countedTo);
         if (fresh.length === 0) continue;
+        const secret = unit.some((t) => t.private);
         const { result, tagger, failures: f } = await runChain({
           text: unitText(unit), kind: 'unit', conversationId, vocabulary, minTags: o.minTags, maxTags: o.maxTags,
           stats: { turns: turnTotal, termFrequencies: async (ts) => {
             const stored = await o.tags.termFrequencies(conversationId, ts);
             return new Map(ts.map((t) => [t, (stored.get(t) ?? 0) + (terms.get(t) ?? 0)]));
           } },
-        }, unit.some((t) => t.private));
+        }, secret);
         failures.push(...f);
         for (const t of fresh) for (const term of candidates(t.text).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
         turnTotal += fresh.length;
@@ -87,8 +101,8 @@ export function createTagIndex(o: TagIndexOptions) {
           relatedTags: await o.canonicalizer.canonical(conversationId, result.relatedTags, nowIso),
           tagger,
         });
-        // Vocabulary feedback within a batch too: the next unit's tagger sees these.
-        for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
+        // Vocabulary feedback within a batch too: the next unit's tagger sees these (not a private unit's words).
+        if (!secret) for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
       }
       await o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, saved, terms, nowIso));
       return { units: saved.length, failures };
