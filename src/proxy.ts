@@ -3,6 +3,7 @@
 import type { Memory } from './engine.js';
 import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from './errors.js';
 import { validateConversationId } from './messages.js';
+import { redact } from './text/redact.js';
 import { collectStream, fromAnthropic, fromOpenAi, openAiReply, anthropicReply, textOf, toAnthropic, toOpenAi } from './proxy-protocols.js';
 import type { AssembledContext, ChatMessage } from './types.js';
 
@@ -246,7 +247,11 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     const passHeaders = new Headers(response.headers);
     passHeaders.delete('content-length');
     passHeaders.delete('content-encoding');
-    if (!response.ok || !response.body) return new Response(response.body, { status: response.status, headers: passHeaders });
+    if (!response.ok || !response.body) {
+      // An upstream that echoes the key it was sent (in a 401's body) must not hand the server's key to the client.
+      const secrets = upstream.apiKey && !options.forwardClientKey ? [upstream.apiKey] : [];
+      return new Response(secrets.length > 0 && response.body ? redact(await response.text(), secrets) : response.body, { status: response.status, headers: passHeaders });
+    }
     const store = (reply: ChatMessage | null) => {
       if (!reply || (textOf(reply.content).trim() === '' && !reply.toolCalls?.length)) return;
       const done = memory.onTurnComplete({ conversationId, messages: [message, reply] }).then(() => undefined, () => undefined);

@@ -104,6 +104,18 @@ describe('memoryProxy: who may read a conversation', () => {
   });
 });
 
+describe('memoryProxy: the provider key stays server-side', () => {
+  it('an upstream that echoes the key in its error body: the client gets the error without the key', async () => {
+    const proxy = memoryProxy({ memory, authenticate: bearer, openai: { baseUrl: `${up.base}/v1`, apiKey: 'sk-live-4f9a8b7c6d5e' } });
+    up.next.push({ status: 401, body: JSON.stringify({ error: { message: 'Incorrect API key provided: sk-live-4f9a8b7c6d5e. Find your key at …' } }) });
+    const res = await proxy(chat('hi', { authorization: 'Bearer tok-alice', 'x-pagewise-conversation': 'c1' }), ctx);
+    expect(res.status).toBe(401);
+    const text = await res.text();
+    expect(text).toContain('Incorrect API key provided');
+    expect(text).not.toContain('sk-live-4f9a8b7c6d5e');
+  });
+});
+
 describe('memoryProxy: hostile bodies get a 4xx with pagewise\'s error, forward and store nothing', () => {
   const bodies: [string, string, unknown][] = [
     ['openai', 'messages [null]', { messages: [null] }],
