@@ -4,8 +4,11 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { LoggingMessageNotificationSchema, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serveMcpHttp } from '../../src/mcp.js';
+import { createMcpServer, serveMcpHttp } from '../../src/mcp.js';
+import type { Memory } from '../../src/memory.js';
 import { createMemory } from './helpers.js';
 
 // With the SDK's own client, over both transports.
@@ -65,6 +68,77 @@ describe('the MCP server (npx pagewise mcp)', () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
     try {
       await exercise(client);
+    } finally {
+      await client.close();
+      await server.close();
+      await memory.close();
+    }
+  });
+});
+
+/** What a user of an MCP client expects beyond the calls: completion of ids and tags, progress, log messages. */
+async function conveniences(client: Client, memory: Memory, session: boolean): Promise<void> {
+  for (const id of ['alpha-1', 'alpha-2', 'beta']) {
+    await memory.onTurnComplete({ conversationId: id, messages: [{ role: 'user', content: `The staging server of ${id} moves to Berlin.` }] });
+  }
+  const caps = client.getServerCapabilities();
+  expect(caps).toMatchObject({ completions: {}, logging: {} });
+  const complete = async (ref: { type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string }, name: string, value: string, args?: Record<string, string>) =>
+    (await client.complete({ ref, argument: { name, value }, ...(args ? { context: { arguments: args } } : {}) })).completion.values;
+  for (const name of ['recall', 'summarize_session']) {
+    expect((await complete({ type: 'ref/prompt', name }, 'conversationId', 'al')).sort()).toEqual(['alpha-1', 'alpha-2']);
+  }
+  expect(await complete({ type: 'ref/prompt', name: 'recall' }, 'conversationId', 'zz')).toEqual([]);
+  expect(await complete({ type: 'ref/resource', uri: 'pagewise://conversations/{conversationId}/tags' }, 'conversationId', 'b')).toEqual(['beta']);
+  const summaries = 'pagewise://conversations/{conversationId}/tags/{tag}/summaries';
+  expect(await complete({ type: 'ref/resource', uri: summaries }, 'conversationId', 'alpha-')).toHaveLength(2);
+  expect(await complete({ type: 'ref/resource', uri: summaries }, 'tag', 'sta', { conversationId: 'alpha-1' })).toContain('staging');
+  // The conversations are listed as resources: a client finds the ids there too.
+  expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(expect.arrayContaining(['pagewise://conversations/beta/tags']));
+
+  const progress: Progress[] = [];
+  const messages = Array.from({ length: 30 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `Message ${i} about the release train.` }));
+  await client.callTool({ name: 'remember', arguments: { conversationId: 'big', messages } }, undefined, { onprogress: (p) => progress.push(p) });
+  expect(progress.map((p) => [p.progress, p.total])).toEqual([[0, 30], [30, 30]]);
+  expect(progress.at(-1)!.message).toBe('stored 30, 0 already stored');
+  progress.length = 0;
+  await client.callTool({ name: 'compact_context', arguments: { conversationId: 'big' } }, undefined, { onprogress: (p) => progress.push(p) });
+  expect(progress.map((p) => [p.progress, p.total])).toEqual([[0, 1], [1, 1]]);
+
+  const logs: LoggingMessageNotification['params'][] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
+  await client.callTool({ name: 'forget', arguments: { conversationId: 'nope' } });
+  expect(logs).toEqual([expect.objectContaining({ level: 'warning', logger: 'pagewise', data: expect.objectContaining({ tool: 'forget', code: 'CONVERSATION_NOT_FOUND' }) })]);
+  // A level set holds for the session (over stateless HTTP every request is a session of its own).
+  if (session) {
+    await client.setLoggingLevel('error');
+    await client.callTool({ name: 'forget', arguments: { conversationId: 'nope' } });
+    expect(logs).toHaveLength(1);
+  }
+}
+
+describe('the MCP server\'s conveniences, with the SDK\'s client', () => {
+  it('in one session (the SDK\'s in-memory transport pair)', async () => {
+    const memory = await createMemory();
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await createMcpServer(memory).connect(serverSide);
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(clientSide);
+    try {
+      await conveniences(client, memory, true);
+    } finally {
+      await client.close();
+      await memory.close();
+    }
+  });
+
+  it('over stateless Streamable HTTP (notifications go with the request they belong to)', async () => {
+    const memory = await createMemory();
+    const server = await serveMcpHttp(memory);
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    try {
+      await conveniences(client, memory, false);
     } finally {
       await client.close();
       await server.close();
