@@ -118,7 +118,8 @@ describe('LLM summaries and the usage ledger', () => {
     expect(segments.every((s) => s.madeBy === 'llm:test-model' && s.text.startsWith('Dana owns'))).toBe(true);
     expect(segments.every((s) => s.tags.includes('release-planning') && s.relatedTags.includes('shipping'))).toBe(true);
     const prompts = seen.map((r) => JSON.stringify(r.body.messages)).filter((p) => p.includes('compress part of a conversation'));
-    expect(prompts.some((p) => p.includes('<before>') && p.includes('<after>'))).toBe(true);
+    // The turns around the segment, each quoted in its own block (JSON-escaped here).
+    expect(prompts.some((p) => p.includes('<excerpt part=\\"before\\">') && p.includes('<excerpt part=\\"after\\">'))).toBe(true);
     expect(prompts.every((p) => p.includes('Always name the owner and the deadline.'))).toBe(true);
     const cost = await memory.costReport('c');
     const line = cost.lines.find((l) => l.purpose === 'summarize')!;

@@ -176,7 +176,7 @@ describe('LLM tagger (local OpenAI-compatible server)', () => {
   it('bridges vocabularies with related tags: "that caching trick for the feed" finds the materialized views', async () => {
     requests.length = 0;
     reply = (body) => {
-      const text = body.messages.at(-1)!.content.split('<text>')[1]!;
+      const text = body.messages.at(-1)!.content.split('<excerpt part="text">')[1]!;
       if (text.includes('materialized')) return { content: JSON.stringify({ tags: ['postgres', 'materialized-views'], relatedTags: ['caching', 'precomputed'] }) };
       if (text.includes('caching trick')) return { content: JSON.stringify({ tags: ['caching'], relatedTags: ['performance'] }) };
       return { content: JSON.stringify({ tags: ['gardening'], relatedTags: [] }) };
