@@ -2,10 +2,10 @@ import type { Canonicalizer } from './tags/tag-canonicalizer.js';
 import type { TagIndex } from './tags/tag-index.js';
 import { checkId, checkObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
-import { contentHash, describe, messageText, validateConversationId, validateMessage } from './messages.js';
+import { importApi } from './data-import.js';
+import { describe, readArray, validateConversationId } from './messages.js';
 import { MIGRATIONS } from './store/schema.js';
-import type { NewTurn, TurnRecord, TurnStore } from './store/turn-store.js';
-import { countCacheKey } from './tokens/chat-format.js';
+import type { TurnRecord, TurnStore } from './store/turn-store.js';
 import type { ChatMessage, Statement, StorageDriver, Tokenizer } from './types.js';
 
 const MODULE = 'data';
@@ -82,6 +82,8 @@ export interface DataDeps {
   index: TagIndex;
   tokenizer: () => Promise<Tokenizer>;
   serial: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The same queue, also while the memory is closing: the later slots of an import already admitted. */
+  resume: <T>(fn: () => Promise<T>) => Promise<T>;
   /** Waits for background work (embedding, compaction) to settle. */
   settle: () => Promise<void>;
   /** Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint). */
@@ -213,10 +215,11 @@ export function dataApi(d: DataDeps) {
         return serial(async () => {
           const o = checkObject(input, 'forget');
           const { id: conversationId } = await conversationOf(o.conversationId);
-          if (o.messageIds !== undefined && (!Array.isArray(o.messageIds) || o.messageIds.length === 0)) {
+          const list = o.messageIds === undefined ? undefined : readArray(o.messageIds, 'messageIds', 'INVALID_ARGUMENT', MODULE);
+          if (o.messageIds !== undefined && (!list || list.length === 0)) {
             invalid('messageIds', `must be a non-empty array of stored message ids, or left out to forget the whole conversation (got ${describe(o.messageIds)}).`);
           }
-          const ids = (o.messageIds as unknown[] | undefined)?.map((id, i) => checkId(id, `messageIds[${i}]`));
+          const ids = list?.map((id, i) => checkId(id, `messageIds[${i}]`));
           if (o.tag !== undefined && typeof o.tag !== 'string') invalid('tag', `must be a tag's name, as memory.tags() lists them (got ${describe(o.tag)}).`);
           let rows: Awaited<ReturnType<typeof turnRows>>;
           if (ids === undefined && o.tag === undefined) {
@@ -270,100 +273,7 @@ export function dataApi(d: DataDeps) {
       });
     },
 
-    import(data: ExportData): Promise<ImportReport> {
-      return serial(async () => {
-        const o = checkObject(data, 'import');
-        if (o.format !== 'pagewise' || o.version !== 1) {
-          invalid('data', `is not pagewise's export format version 1 (format ${describe(o.format)}, version ${describe(o.version)}); pass what memory.export() returned.`);
-        }
-        if (!Array.isArray(o.conversations)) invalid('data.conversations', `must be an array (got ${describe(o.conversations)}).`);
-        const tok = await d.tokenizer();
-        const key = countCacheKey(tok);
-        const now = new Date().toISOString();
-        const statements: Statement[] = [];
-        const report: ImportReport = { conversations: [], turns: 0, skipped: 0 };
-        const seen = new Set<string>();
-        for (const [c, raw] of (o.conversations as unknown[]).entries()) {
-          const path = `data.conversations[${c}]`;
-          const conv = checkObject(raw, path);
-          const conversationId = validateConversationId(conv.id, `${path}.id`);
-          if (seen.has(conversationId)) invalid(`${path}.id`, `repeats conversation ${describe(conversationId)}.`);
-          seen.add(conversationId);
-          if (!Array.isArray(conv.turns)) invalid(`${path}.turns`, `must be an array (got ${describe(conv.turns)}).`);
-          const messages = (conv.turns as unknown[]).map((t, i) => {
-            const m = validateMessage(t, `${path}.turns[${i}]`, d.maxMessageBytes);
-            if (m.id === undefined || m.createdAt === undefined) invalid(`${path}.turns[${i}]`, 'needs its id and createdAt, as memory.export() writes them.');
-            return m;
-          });
-          const ids = new Set<string>();
-          for (const [i, m] of messages.entries()) {
-            if (ids.has(m.id!)) invalid(`${path}.turns[${i}].id`, `repeats message id ${describe(m.id)}.`);
-            ids.add(m.id!);
-          }
-          const hashes = await Promise.all(messages.map(contentHash));
-          // What is stored already must be the same messages, in the same order, as the start of the imported ones.
-          const stored = await allTurns(conversationId);
-          for (const [i, s] of stored.entries()) {
-            const m = messages[i];
-            if (!m || m.id !== s.id || hashes[i] !== s.contentHash) {
-              throw new PagewiseError('ID_CONFLICT', MODULE,
-                `Conversation ${describe(conversationId)} is stored with other messages than the import has (stored message ${i}: ${describe(s.id)}, imported: ${describe(m?.id)}); nothing was imported. Import it under another conversation id, or forget the stored one first.`,
-                { path: `${path}.turns[${i}]` });
-            }
-          }
-          report.skipped += stored.length;
-          const fresh = messages.slice(stored.length);
-          const base = stored.length === 0 ? await store.nextSeq(conversationId) : stored[stored.length - 1]!.seq + 1;
-          const turns: NewTurn[] = fresh.map((message, i) => {
-            const text = messageText(message);
-            const createdMs = Date.parse(message.createdAt!);
-            return { message, id: message.id!, text, contentHash: hashes[stored.length + i]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(text) };
-          });
-          if (turns.length > 0) {
-            statements.push(...store.appendStatements(conversationId, base, turns, key, now));
-            report.conversations.push(conversationId);
-            report.turns += turns.length;
-          }
-          const pins = conv.pins === undefined ? [] : conv.pins;
-          if (!Array.isArray(pins)) invalid(`${path}.pins`, `must be an array (got ${describe(pins)}).`);
-          for (const [i, p] of (pins as unknown[]).entries()) {
-            const pin = checkObject(p, `${path}.pins[${i}]`);
-            const id = checkId(pin.messageId, `${path}.pins[${i}].messageId`);
-            if (!ids.has(id)) invalid(`${path}.pins[${i}].messageId`, `names no message of the conversation (${describe(id)}).`);
-            const at = typeof pin.pinnedAt === 'string' && !Number.isNaN(Date.parse(pin.pinnedAt)) ? new Date(pin.pinnedAt).toISOString() : now;
-            statements.push({ sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [conversationId, id, at] });
-          }
-          if (conv.aliases !== undefined && !Array.isArray(conv.aliases)) invalid(`${path}.aliases`, `must be an array (got ${describe(conv.aliases)}).`);
-        }
-        const aliases: { alias: unknown; tag: unknown; scope?: { conversationId: string } }[] = [];
-        for (const [c, raw] of (o.conversations as Record<string, unknown>[]).entries()) {
-          for (const [i, a] of ((raw.aliases as unknown[] | undefined) ?? []).entries()) {
-            const alias = checkObject(a, `data.conversations[${c}].aliases[${i}]`);
-            aliases.push({ alias: alias.alias, tag: alias.tag, scope: { conversationId: raw.id as string } });
-          }
-        }
-        if (o.aliases !== undefined && !Array.isArray(o.aliases)) invalid('data.aliases', `must be an array (got ${describe(o.aliases)}).`);
-        for (const [i, a] of ((o.aliases as unknown[] | undefined) ?? []).entries()) {
-          const alias = checkObject(a, `data.aliases[${i}]`);
-          aliases.push({ alias: alias.alias, tag: alias.tag });
-        }
-        if (statements.length > 0) {
-          try {
-            await driver.batch(statements);
-          } finally {
-            for (const id of report.conversations) store.uncache(id);
-          }
-        }
-        // Manual aliases are the caller's records: added (checked) after the turns, each on its own; one already
-        // there is replaced by the same.
-        for (const a of aliases) await d.canonicalizer.add(a.alias as string, a.tag as string, a.scope, now);
-        for (const id of report.conversations) {
-          await d.index.indexNew(id, now);
-          d.rebuildLater(id);
-        }
-        return report;
-      });
-    },
+    ...importApi({ ...d, turnRows, remove }),
 
     /** The database file's bytes (a consistent copy: taken between operations). */
     exportDatabase(): Promise<Uint8Array> {

@@ -3,7 +3,7 @@
 import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { type Memory, createMemory } from './engine.js';
 import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './errors.js';
-import { validateConversationId } from './messages.js';
+import { readArray, readRecord, validateConversationId } from './messages.js';
 import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from './memory-methods.js';
 import { durableObjectSql } from './storage/durable-object.js';
 import type { MemoryOptions } from './types.js';
@@ -36,6 +36,26 @@ function fromWire(error: unknown): unknown {
   const e = new PagewiseError(m[1] as PagewiseErrorCode, 'edge', '', m[2] ? { path: decodeURIComponent(m[2]) } : undefined);
   Object.defineProperty(e, 'message', { value: message!.slice(m[0].length) });
   return e;
+}
+
+// Where an alias method takes its scope ({ conversationId }): its last argument.
+const SCOPE_AT: Readonly<Record<string, number>> = { add: 2, remove: 1, list: 0, suggest: 1 };
+
+/**
+ * The conversations a call names, where the engine will read them: callTool's context (never the tool's own
+ * arguments, which are the model's and may name anything), an alias method's scope, each conversation an import
+ * carries, else the first argument (an id, or an input object's conversationId). A value of another shape names
+ * none here and is refused by the engine with its typed error.
+ */
+function conversationsNamed(path: MethodPath, args: readonly unknown[]): unknown[] {
+  const field = (value: unknown, key: string, at: string) => readRecord(value, at, 'INVALID_ARGUMENT', 'edge')?.[key];
+  if (path[0] === 'aliases') return [field(args[SCOPE_AT[path[1] ?? ''] ?? 0], 'conversationId', 'scope')];
+  if (path[0] === 'callTool') return [field(args[2], 'conversationId', 'context')];
+  if (path[0] === 'import') {
+    const list = readArray(field(args[0], 'conversations', 'data'), 'data.conversations', 'INVALID_ARGUMENT', 'edge') ?? [];
+    return list.map((c, i) => field(c, 'id', `data.conversations[${i}]`));
+  }
+  return [typeof args[0] === 'string' ? args[0] : field(args[0], 'conversationId', 'input')];
 }
 
 /** Options of a PagewiseMemory object. */
@@ -81,13 +101,7 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   /** In conversation scope, the one conversation this object serves (kept in its storage). */
   #check(path: MethodPath, args: unknown[]): void {
     if ((this.options(this.env).scope ?? 'conversation') !== 'conversation') return;
-    const first = args[0];
-    const scoped = (a: unknown) => (typeof a === 'object' && a !== null ? (a as { conversationId?: unknown }).conversationId : undefined);
-    // Where each method names its conversation: an id first, an input object with conversationId, a scope or context last.
-    const ids = path[0] === 'aliases' || path[0] === 'callTool' ? [args.map(scoped).find((x) => x !== undefined)]
-      : path[0] === 'import' ? ((first as { conversations?: unknown } | undefined)?.conversations as unknown[] | undefined ?? []).map((c) => (c as { id?: unknown } | null)?.id)
-      : [typeof first === 'string' ? first : scoped(first)];
-    for (const id of ids) if (id !== undefined) this.#serve(validateConversationId(id));
+    for (const id of conversationsNamed(path, args)) if (id !== undefined) this.#serve(validateConversationId(id));
   }
 
   #serve(conversationId: string): void {

@@ -5,7 +5,7 @@ import type { Memory } from './engine.js';
 import { checkId, checkObject, optionalObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import type { Ledger } from './llm/ledger.js';
-import { describe, validateConversationId } from './messages.js';
+import { describe, readArray, validateConversationId } from './messages.js';
 import type { ImportanceStore } from './store/importance-store.js';
 import type { TurnStore } from './store/turn-store.js';
 import type { TagIndex } from './tags/tag-index.js';
@@ -76,9 +76,11 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       return serial(async () => {
         validateConversationId(conversationId);
         options = optionalObject(optionsArg, 'options');
-        if (options.ids !== undefined && (!Array.isArray(options.ids) || options.ids.length > 10_000)) {
+        const ids = options.ids === undefined ? undefined : readArray(options.ids, 'options.ids', 'INVALID_ARGUMENT', MODULE);
+        if (options.ids !== undefined && (!ids || ids.length > 10_000)) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.ids must be a list of at most 10,000 summary ids, see memory.summaries() (got ${describe(options.ids)}).`);
         }
+        options.ids = ids as string[] | undefined;
         options.ids?.forEach((id, k) => checkId(id, `options.ids[${k}]`));
         if (options.lazy !== undefined && typeof options.lazy !== 'boolean') {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.lazy must be true or false (got ${describe(options.lazy)}).`);

@@ -1,7 +1,7 @@
 import { EXTRACTIVE_VERSION, extractiveSummarizer } from './compaction/extractive.js';
 import { llmSummarizer } from './compaction/llm-summarizer.js';
 import { PagewiseError } from './errors.js';
-import { checkIdentifier, describe } from './messages.js';
+import { checkIdentifier, describe, readRecord } from './messages.js';
 import { anthropic } from './llm/anthropic.js';
 import type { Ledger } from './llm/ledger.js';
 import { openaiCompatible } from './llm/openai-compatible.js';
@@ -11,11 +11,14 @@ import type { ChatMessage, LlmProvider, StorageDriver, Summarizer, Tokenizer } f
 
 const MODULE = 'engine';
 
+/**
+ * A method's object argument, as a plain copy of its own properties (read once: a getter or Proxy trap that throws
+ * is INVALID_ARGUMENT here, and cannot answer differently later).
+ */
 export function checkObject(value: unknown, method: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${method} takes one object argument (got ${describe(value)}).`);
-  }
-  return value as Record<string, unknown>;
+  const record = readRecord(value, method, 'INVALID_ARGUMENT', MODULE);
+  if (!record) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${method} takes one object argument (got ${describe(value)}).`);
+  return record;
 }
 
 export function checkId(value: unknown, what: string): string {
@@ -25,10 +28,9 @@ export function checkId(value: unknown, what: string): string {
 /** An optional options object of a method: undefined → {}, anything but a plain object → INVALID_ARGUMENT. */
 export function optionalObject(value: unknown, what: string): Record<string, unknown> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${what} must be an object or left out (got ${describe(value)}).`, { path: what });
-  }
-  return value as Record<string, unknown>;
+  const record = readRecord(value, what, 'INVALID_ARGUMENT', MODULE);
+  if (!record) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${what} must be an object or left out (got ${describe(value)}).`, { path: what });
+  return record;
 }
 
 export async function openStorage(options: ResolvedOptions): Promise<StorageDriver> {

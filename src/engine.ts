@@ -13,7 +13,7 @@ import { createSemantic, makeEmbedder } from './embed/semantic.js';
 import { createImportanceStore } from './store/importance-store.js';
 import { TOKENS_PER_REQUEST } from './tokens/chat-format.js';
 import { callerHistory, itemFor, storedHistory } from './history.js';
-import { contentHash, describe, messageText, parseNow, validateConversationId, validateMessage } from './messages.js';
+import { contentHash, describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from './messages.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
 import { topicsHint } from './assembly/topics-hint.js';
 import { dataApi } from './data-control.js';
@@ -78,12 +78,17 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   let closed = false;
   // One operation at a time: SQLite is single-threaded and a batch must not interleave with another's reads.
   let queue: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (closed) return Promise.reject(new PagewiseError('ENGINE_CLOSED', MODULE, 'This memory is closed; create a new one with createMemory() (or connect()).'));
+  const resume = <T>(fn: () => Promise<T>): Promise<T> => {
     const run = queue.then(fn, fn);
     queue = run.catch(() => undefined);
     return run;
   };
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(new PagewiseError('ENGINE_CLOSED', MODULE, 'This memory is closed; create a new one with createMemory() (or connect()).'));
+    return resume(fn);
+  };
+  // An import runs in many slots of the queue; close() lets one already admitted finish (or undo itself) first.
+  const imports = new Set<Promise<unknown>>();
   const inline: Atomic = (fn) => fn();
   const background = createBackground();
   const reports: CompactionReport[] = [];
@@ -135,13 +140,28 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     return text;
   };
 
+  const { recoverImports, ...data } = dataApi({
+    driver, store, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes,
+    settle: () => background.idle(),
+    uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); hints.delete(conversationId); },
+    rebuildLater: (conversationId) => { semantic.schedule(conversationId); if (opts.compaction) compactLater(conversationId); },
+  });
+  // An import that a crash cut short is undone before anything reads the store.
+  try {
+    await resume(recoverImports);
+  } catch (cause) {
+    await driver.close();
+    throw cause;
+  }
+
   return {
     onMessageInbound(input) {
       return serial(async () => {
         const args = checkObject(input, 'onMessageInbound');
         const conversationId = validateConversationId(args.conversationId);
         const message = validateMessage(args.message, 'message', opts.maxMessageBytes);
-        if (args.history !== undefined && !Array.isArray(args.history)) {
+        const history = args.history === undefined ? undefined : readArray(args.history, 'history');
+        if (args.history !== undefined && !history) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `history must be an array of messages (got ${describe(args.history)}).`, { path: 'history' });
         }
         const now = parseNow(args.now);
@@ -151,7 +171,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         const text = messageText(message);
         // The question's vector is computed in the model's thread while this one reads tags and words (a broad
         // question then discards it: a few milliseconds of the model's time, none of the request's).
-        const embedding = semantic.query(text);
+        const embedding = semantic.query(text, undefined, message.private === true);
         const query = await analyzeQuery({ turns: store, tags: tagStore, index, canonicalizer, minTags: opts.minTags, maxTags: opts.maxTags },
           conversationId, text, now, nowIso, async () => (await embedding).vector, message.private === true);
         // Broad questions may use the whole window; temporal ones more memory within the target.
@@ -161,8 +181,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
         const notes = [...meaning.notes];
         const state = await summaryStore.state(conversationId);
         const watermark = state?.watermark ?? 0;
-        const view = args.history
-          ? await callerHistory(store, tok, conversationId, args.history as unknown[], opts.maxMessageBytes)
+        const view = history
+          ? await callerHistory(store, tok, conversationId, history, opts.maxMessageBytes)
           : await storedHistory(store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns, watermark);
         // Compacted turns are sent as summaries (and recalled when relevant), not verbatim.
         if (state) view.history = view.history.filter((i) => i.seq === null || i.seq >= watermark);
@@ -241,10 +261,11 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       return serial(async () => {
         const args = checkObject(input, 'onTurnComplete');
         const conversationId = validateConversationId(args.conversationId);
-        if (!Array.isArray(args.messages) || args.messages.length === 0) {
+        const list = readArray(args.messages, 'messages');
+        if (!list || list.length === 0) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `messages must be a non-empty array of the turn's messages (got ${describe(args.messages)}).`, { path: 'messages' });
         }
-        const messages = args.messages.map((m, i) => validateMessage(m, `messages[${i}]`, opts.maxMessageBytes));
+        const messages = list.map((m, i) => validateMessage(m, `messages[${i}]`, opts.maxMessageBytes));
         const hashes = await Promise.all(messages.map(contentHash));
         const tail = (await store.before(conversationId, Number.MAX_SAFE_INTEGER, messages.length)).reverse();
         const overlap = storedOverlap(tail, messages.map((m, i) => ({ id: m.id, contentHash: hashes[i]! })));
@@ -338,12 +359,15 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       });
     },
 
-    ...dataApi({
-      driver, store, canonicalizer, index, tokenizer, serial, maxMessageBytes: opts.maxMessageBytes,
-      settle: () => background.idle(),
-      uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); hints.delete(conversationId); },
-      rebuildLater: (conversationId) => { semantic.schedule(conversationId); if (opts.compaction) compactLater(conversationId); },
-    }),
+    ...data,
+
+    import(input) {
+      const run = data.import(input);
+      imports.add(run);
+      const done = () => { imports.delete(run); };
+      run.then(done, done);
+      return run;
+    },
 
     ...hierarchyApi({ serial, index, compactor, embedLater: semantic.schedule, modelSettled: semantic.settled, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
 
@@ -352,6 +376,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       const pending = queue;
       closed = true;
       await background.stop(new PagewiseError('ENGINE_CLOSED', MODULE, 'The memory was closed.'));
+      await Promise.allSettled(imports);
       await pending;
       await queue;
       await ledger.flush().catch(() => undefined);

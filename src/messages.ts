@@ -50,8 +50,40 @@ export function checkIdentifier(value: unknown, code: ConstructorParameters<type
   return value;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+type Code = ConstructorParameters<typeof PagewiseError>[0];
+
+function unreadable(path: string, code: Code, module: string, cause: unknown): never {
+  const reason = cause instanceof Error ? cause.message : describe(cause);
+  throw new PagewiseError(code, module,
+    `${path} cannot be read: it is a revoked Proxy, or a getter or Proxy trap threw (${inline(reason.slice(0, 120))}). Pass plain data; structuredClone(value) makes a copy.`,
+    { path, cause });
+}
+
+/**
+ * Caller input as a plain array copy, or undefined when it is not an array. Reading it is where a revoked Proxy or a
+ * throwing trap fails: that becomes `code` naming `path`, not a TypeError from deep inside. The copy is read once,
+ * so a trap cannot answer one thing when checked and another when used; a hole reads as undefined.
+ */
+export function readArray(value: unknown, path: string, code: Code = 'INVALID_ARGUMENT', module = MODULE): unknown[] | undefined {
+  try {
+    if (!Array.isArray(value)) return undefined;
+    const length = value.length;
+    const out = new Array<unknown>(length);
+    for (let i = 0; i < length; i++) out[i] = value[i];
+    return out;
+  } catch (cause) {
+    return unreadable(path, code, module, cause);
+  }
+}
+
+/** Caller input as a plain copy of its own enumerable properties, or undefined when it is not a (non-array) object. */
+export function readRecord(value: unknown, path: string, code: Code = 'INVALID_ARGUMENT', module = MODULE): Record<string, unknown> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    return Array.isArray(value) ? undefined : { ...value };
+  } catch (cause) {
+    return unreadable(path, code, module, cause);
+  }
 }
 
 /** Checks a conversation id and returns it. */
@@ -81,7 +113,16 @@ export function parseIsoDate(value: unknown, path: string): number {
 /** Parses `now` (Date, ISO 8601 string or epoch ms). */
 export function parseNow(value: unknown, path = 'now'): number {
   if (value === undefined) return Date.now();
-  if (value instanceof Date && !Number.isNaN(value.getTime())) return value.getTime();
+  if (typeof value === 'object' && value !== null) {
+    let ms: number;
+    try {
+      // The Date method itself: a Proxy of a Date, or a Date with its own getTime, is not one.
+      ms = value instanceof Date ? Date.prototype.getTime.call(value) : Number.NaN;
+    } catch (cause) {
+      return unreadable(path, 'INVALID_DATE', MODULE, cause);
+    }
+    if (!Number.isNaN(ms)) return ms;
+  }
   if (typeof value === 'number' && Number.isFinite(value)) {
     if (Math.abs(value) > MAX_TIME) fail('INVALID_DATE', path, `is out of a Date's range (±8.64e15 ms around 1970; got ${value}). Pass epoch milliseconds such as Date.now().`);
     return value;
@@ -93,37 +134,42 @@ export function parseNow(value: unknown, path = 'now'): number {
 function validateContent(value: unknown, path: string): string | ContentPart[] | null {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string') return checkWellFormed(value, 'INVALID_CONTENT', path);
-  if (!Array.isArray(value)) {
-    fail('INVALID_CONTENT', path, `must be a string or an array of { type: 'text', text } parts (got ${describe(value)}).`);
-  }
-  return value.map((part, i) => {
-    if (!isRecord(part) || part.type !== 'text' || typeof part.text !== 'string') {
-      const kind = isRecord(part) && typeof part.type === 'string' ? `a '${part.type}' part` : describe(part);
+  const parts = readArray(value, path, 'INVALID_CONTENT');
+  if (!parts) fail('INVALID_CONTENT', path, `must be a string or an array of { type: 'text', text } parts (got ${describe(value)}).`);
+  return parts.map((raw, i) => {
+    const part = readRecord(raw, `${path}[${i}]`, 'INVALID_CONTENT');
+    const text = part?.text;
+    if (!part || part.type !== 'text' || typeof text !== 'string') {
+      const kind = part && typeof part.type === 'string' ? `a '${part.type}' part` : describe(raw);
       fail('INVALID_CONTENT', `${path}[${i}]`,
         `only text parts ({ type: 'text', text: string }) can be stored as memory (got ${kind}). Send images and files to the model directly and keep a text description in the message.`);
     }
-    return { type: 'text', text: checkWellFormed(part.text, 'INVALID_CONTENT', `${path}[${i}].text`) };
+    return { type: 'text', text: checkWellFormed(text, 'INVALID_CONTENT', `${path}[${i}].text`) };
   });
 }
 
 function validateToolCalls(value: unknown, path: string): ToolCall[] | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value)) fail('INVALID_TOOL_CALL', path, `must be an array of tool calls (got ${describe(value)}).`);
-  return value.map((call, i) => {
+  const calls = readArray(value, path, 'INVALID_TOOL_CALL');
+  if (!calls) fail('INVALID_TOOL_CALL', path, `must be an array of tool calls (got ${describe(value)}).`);
+  return calls.map((raw, i) => {
     const p = `${path}[${i}]`;
-    if (!isRecord(call)) fail('INVALID_TOOL_CALL', p, `must be { id, type: 'function', function: { name, arguments } } (got ${describe(call)}).`);
-    checkIdentifier(call.id, 'INVALID_TOOL_CALL', `${p}.id`, 256);
+    const call = readRecord(raw, p, 'INVALID_TOOL_CALL');
+    if (!call) fail('INVALID_TOOL_CALL', p, `must be { id, type: 'function', function: { name, arguments } } (got ${describe(raw)}).`);
+    const id = checkIdentifier(call.id, 'INVALID_TOOL_CALL', `${p}.id`, 256);
     if (call.type !== undefined && call.type !== 'function') fail('INVALID_TOOL_CALL', `${p}.type`, `must be 'function' (got ${describe(call.type)}).`);
-    const fn = call.function;
-    if (!isRecord(fn) || typeof fn.name !== 'string' || fn.name.length === 0) {
+    const fn = readRecord(call.function, `${p}.function`, 'INVALID_TOOL_CALL');
+    const name = fn?.name;
+    const args = fn?.arguments;
+    if (!fn || typeof name !== 'string' || name.length === 0) {
       fail('INVALID_TOOL_CALL', `${p}.function`, 'must be { name: non-empty string, arguments: string }.');
     }
-    if (typeof fn.arguments !== 'string') {
-      fail('INVALID_TOOL_CALL', `${p}.function.arguments`, `must be a string (the JSON the model wrote), got ${describe(fn.arguments)}. Use JSON.stringify(args).`);
+    if (typeof args !== 'string') {
+      fail('INVALID_TOOL_CALL', `${p}.function.arguments`, `must be a string (the JSON the model wrote), got ${describe(args)}. Use JSON.stringify(args).`);
     }
-    checkIdentifier(fn.name, 'INVALID_TOOL_CALL', `${p}.function.name`, 256);
-    checkWellFormed(fn.arguments, 'INVALID_TOOL_CALL', `${p}.function.arguments`);
-    return { id: call.id as string, type: 'function' as const, function: { name: fn.name, arguments: fn.arguments } };
+    checkIdentifier(name, 'INVALID_TOOL_CALL', `${p}.function.name`, 256);
+    checkWellFormed(args, 'INVALID_TOOL_CALL', `${p}.function.arguments`);
+    return { id, type: 'function' as const, function: { name, arguments: args } };
   });
 }
 
@@ -131,8 +177,9 @@ function validateToolCalls(value: unknown, path: string): ToolCall[] | undefined
  * Validates one message and returns a clean copy holding only the known fields. Throws a PagewiseError whose
  * `path` names the field; nothing is stored by the caller until every message passed.
  */
-export function validateMessage(value: unknown, path: string, maxBytes: number): ChatMessage {
-  if (!isRecord(value)) fail('INVALID_MESSAGE', path, `must be a message object { role, content } (got ${describe(value)}).`);
+export function validateMessage(raw: unknown, path: string, maxBytes: number): ChatMessage {
+  const value = readRecord(raw, path, 'INVALID_MESSAGE');
+  if (!value) fail('INVALID_MESSAGE', path, `must be a message object { role, content } (got ${describe(raw)}).`);
   const role = value.role;
   if (typeof role !== 'string' || !ROLES.includes(role as Role)) {
     fail('INVALID_ROLE', `${path}.role`, `must be one of ${ROLES.map((r) => `'${r}'`).join(', ')} (got ${describe(role)}).`);

@@ -1,4 +1,4 @@
-import { PagewiseError } from './errors.js';
+import { isPagewiseError, PagewiseError } from './errors.js';
 import { describe, isWellFormed } from './messages.js';
 import { encodingForModel } from './tokens/tokenizer.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
@@ -74,9 +74,21 @@ function ratio(value: unknown, option: string, fallback: number): number {
   return value;
 }
 
-/** Checks options once, at construction, and fills in the defaults. */
+/**
+ * Checks options once, at construction, and fills in the defaults. Reading them is pure validation: anything thrown
+ * while reading (a revoked Proxy, a getter that throws) is the caller's unreadable input, so INVALID_OPTIONS.
+ */
 export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) bad('options', 'must be an object.');
+  try {
+    return resolve(options);
+  } catch (cause) {
+    if (isPagewiseError(cause)) throw cause;
+    throw new PagewiseError('INVALID_OPTIONS', 'options', `The options could not be read (${String((cause as Error)?.message ?? cause)}): pass a plain object of options (no revoked Proxy, no getter that throws).`, { cause });
+  }
+}
+
+function resolve(options: MemoryOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) bad('options', `must be an object of options such as { contextWindow: 8000 } (got ${describe(options)}).`);
   for (const key of Object.keys(options)) {
     if (!KNOWN.has(key)) bad(key, `is not an option. Known options: ${[...KNOWN].join(', ')}.`);
   }

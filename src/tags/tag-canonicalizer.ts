@@ -65,7 +65,7 @@ function invalid(path: string, message: string): never {
 }
 
 /** A caller's alias or tag, canonical; anything that names no tag is INVALID_ARGUMENT. */
-function spelling(value: unknown, path: string, example: string): string {
+export function spelling(value: unknown, path: string, example: string): string {
   if (typeof value !== 'string') invalid(path, `must be a string such as "${example}" (got ${describe(value)}).`);
   if (value.length > MAX_ALIAS_LENGTH) {
     invalid(path, `is ${value.length} characters long, over ${MAX_ALIAS_LENGTH}: pass the tag's name (a word or a few), such as "${example}".`);
@@ -113,7 +113,7 @@ function limitOf(value: unknown): number {
  * then the global ones, then the ones it learned), followed until no alias changes it; a cycle stops before it
  * comes back.
  */
-function resolve(layers: readonly ReadonlyMap<string, string>[], start: string): string {
+export function resolve(layers: readonly ReadonlyMap<string, string>[], start: string): string {
   let tag = start;
   const seen = new Set([tag]);
   for (;;) {

@@ -2,7 +2,7 @@
 // Miniflare): the storage conformance suite on Durable Object SQL, and the engine in PagewiseMemory objects.
 import { DurableObject } from 'cloudflare:workers';
 import { storageDriverCases } from '../conformance/storage-driver.js';
-import { PagewiseMemory, memoryProxy, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
+import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
 import { durableObjectSql } from '../../src/storage/durable-object.js';
 
 interface Namespace<T> extends MemoryNamespaceLike {
@@ -16,6 +16,8 @@ interface Env {
   /** The local upstream of the proxy tests, and its key (a secret in a real deployment). */
   UPSTREAM?: string;
   UPSTREAM_KEY?: string;
+  /** The proxy's clients: "token:user,token:user". */
+  CLIENT_TOKENS?: string;
 }
 
 export class TestObject extends DurableObject<Env> {
@@ -75,7 +77,8 @@ export default {
     const url = new URL(request.url);
     if (url.pathname.startsWith('/v1/') && env.UPSTREAM) {
       return memoryProxy({
-        memory: (id) => memoryStub(env.MEMORY, id),
+        memory: (key) => memoryStub(env.MEMORY, key),
+        authenticate: bearerAuth(env.CLIENT_TOKENS),
         openai: { baseUrl: `${env.UPSTREAM}/v1`, apiKey: env.UPSTREAM_KEY! }, anthropic: { baseUrl: env.UPSTREAM, apiKey: env.UPSTREAM_KEY! },
       })(request, ctx);
     }

@@ -20,7 +20,7 @@ const start = async () => {
     modulesRoot: dir, modules: [{ type: 'ESModule', path: script, contents: readFileSync(script, 'utf8') }], compatibilityDate: '2025-09-01',
     durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true } },
     durableObjectsPersist: join(dir, 'do'),
-    bindings: { UPSTREAM: upstream, UPSTREAM_KEY: KEY },
+    bindings: { UPSTREAM: upstream, UPSTREAM_KEY: KEY, CLIENT_TOKENS: 'client:u1,bobs-token:bob' },
   });
   await mf.ready;
 };
@@ -112,6 +112,18 @@ describe('PagewiseMemory: the engine in a Durable Object, over Workers RPC', () 
     expect(added.value, JSON.stringify(added)).toMatchObject({ alias: 'veg', tag: 'garden' });
   });
 
+  it('an import of no array is a typed error across RPC; callTool reads the object\'s own conversation only', async () => {
+    const bad = { format: 'pagewise', version: 1, exportedAt: '2026-01-01T00:00:00Z', aliases: [], conversations: 'xy' };
+    expect((await call('c5', 'import', bad)).error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_ARGUMENT', path: 'data.conversations' });
+    expect((await call('c5', 'onTurnComplete', { conversationId: 'c5', messages: turn(3) })).error).toBeUndefined();
+    const own = await call('c5', 'callTool', 'pagewise_search', { query: 'staging password' }, { conversationId: 'c5' });
+    expect((own.value as { content: string }).content).toContain('Friday at noon');
+    // The tool's arguments are the model's: a conversationId there does not choose the conversation, the context does.
+    expect((await call('c5', 'callTool', 'pagewise_search', { query: 'staging password', conversationId: 'c5' }, { conversationId: 'c6' })).error)
+      .toMatchObject({ name: 'PagewiseError', code: 'INVALID_CONVERSATION_ID' });
+    expect((await call('c5', 'aliases.add', { conversationId: 'c5' }, 'garden', { conversationId: 'c6' })).error).toMatchObject({ code: 'INVALID_CONVERSATION_ID' });
+  });
+
   it('per user: one object, several conversations', async () => {
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/1', messages: turn(1) });
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/2', messages: turn(2) });
@@ -125,7 +137,7 @@ describe('memoryProxy in workerd, each conversation in its own object', () => {
     const ask = (content: string, stream = false, headers: Record<string, string> = { 'x-pagewise-conversation': 'px' }) => mf.dispatchFetch('http://edge.test/v1/chat/completions', {
       method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer client', ...headers }, body: JSON.stringify({ model: 'm', stream, messages: [{ role: 'user', content }] }),
     });
-    const turns = async () => ((await call('px', 'turns', 'px')).value as { text: string }[] | undefined)?.map((t) => t.text) ?? [];
+    const turns = async () => ((await call('u1:px', 'turns', 'u1:px')).value as { text: string }[] | undefined)?.map((t) => t.text) ?? [];
     replies.push({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'The canary release is on Thursday.' } }] }) });
     const plain = await ask('Remember: the canary release is on Thursday.');
     const plainText = await plain.text();
@@ -147,5 +159,23 @@ describe('memoryProxy in workerd, each conversation in its own object', () => {
     const missingText = await missing.text();
     for (const t of [plainText, streamedText, missingText]) expect(t).not.toContain(KEY);
     expect(await turns()).toHaveLength(4);
+  });
+
+  it('a client without a valid token gets 401 and nothing is forwarded; bob naming u1\'s conversation id gets nothing of it', async () => {
+    const ask = (content: string, headers: Record<string, string>) => mf.dispatchFetch('http://edge.test/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-pagewise-conversation': 'px', ...headers }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }),
+    });
+    const before = received.length;
+    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: 'client' }] as Record<string, string>[]) {
+      const res = await ask('When is the canary release?', headers);
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ error: { code: 'UNAUTHENTICATED' } });
+    }
+    expect(received.length).toBe(before);
+    replies.push({ body: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'No idea.' } }] }) });
+    expect((await ask('When is the canary release?', { authorization: 'Bearer bobs-token' })).status).toBe(200);
+    expect(received.at(-1)!.body).not.toContain('Thursday');
+    await expect.poll(async () => ((await call('bob:px', 'turns', 'bob:px')).value as unknown[] | undefined)?.length ?? 0).toBe(2);
+    expect((await call('u1:px', 'turns', 'u1:px')).value).toHaveLength(4);
   });
 });

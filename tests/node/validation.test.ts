@@ -112,3 +112,49 @@ describe('bad input to onMessageInbound and the rest', () => {
     await expectCode(createMemory({ storage: {} as never }), 'INVALID_OPTIONS', /StorageDriver/);
   });
 });
+
+describe('values that cannot be read (a revoked Proxy, a getter that throws): typed errors, nothing stored', () => {
+  const revoked = (target: object = []): never => {
+    const { proxy, revoke } = Proxy.revocable(target, {});
+    revoke();
+    return proxy as never;
+  };
+  const throwing = (value: Record<string, unknown>, key: string): never => Object.defineProperty(value, key, { enumerable: true, get() { throw new Error('boom'); } }) as never;
+  const exported = (conversations: unknown, turns: unknown = [user('x', { id: 'i1', createdAt: '2026-01-01T00:00:00Z' })], extra: Record<string, unknown> = {}) => ({
+    format: 'pagewise', version: 1, exportedAt: '2026-01-01T00:00:00Z', aliases: [],
+    conversations: conversations ?? [{ id: 'imp', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', pins: [], aliases: [], turns, ...extra }],
+  }) as never;
+  const CASES: [string, (m: Memory) => Promise<unknown>, string][] = [
+    ['onTurnComplete(revoked)', (m) => m.onTurnComplete(revoked({})), 'INVALID_ARGUMENT'],
+    ['onTurnComplete messages: revoked', (m) => m.onTurnComplete({ conversationId: 'c', messages: revoked() }), 'INVALID_ARGUMENT'],
+    ['onTurnComplete messages: a getter that throws', (m) => m.onTurnComplete(throwing({ conversationId: 'c' }, 'messages')), 'INVALID_ARGUMENT'],
+    ['a message: revoked', (m) => m.onTurnComplete({ conversationId: 'c', messages: [user('ok'), revoked({})] }), 'INVALID_MESSAGE'],
+    ['a message content: revoked', (m) => m.onTurnComplete({ conversationId: 'c', messages: [{ role: 'user', content: revoked() }] }), 'INVALID_CONTENT'],
+    ['a content part: a getter that throws', (m) => m.onTurnComplete({ conversationId: 'c', messages: [{ role: 'user', content: [throwing({ type: 'text' }, 'text')] }] }), 'INVALID_CONTENT'],
+    ['toolCalls: revoked', (m) => m.onTurnComplete({ conversationId: 'c', messages: [{ role: 'assistant', content: 'x', toolCalls: revoked() }] }), 'INVALID_TOOL_CALL'],
+    ['onMessageInbound history: revoked', (m) => m.onMessageInbound({ conversationId: 'c', message: user('x'), history: revoked() }), 'INVALID_ARGUMENT'],
+    ['forget messageIds: revoked', (m) => m.forget({ conversationId: 'c', messageIds: revoked() }), 'INVALID_ARGUMENT'],
+    ['turns range: revoked', (m) => m.turns('c', revoked({})), 'INVALID_ARGUMENT'],
+    ['import(revoked)', (m) => m.import(revoked({})), 'INVALID_ARGUMENT'],
+    ['import conversations: revoked', (m) => m.import(exported(revoked())), 'INVALID_ARGUMENT'],
+    ['import a conversation: revoked', (m) => m.import(exported([revoked({})])), 'INVALID_ARGUMENT'],
+    ['import turns: revoked', (m) => m.import(exported(undefined, revoked())), 'INVALID_ARGUMENT'],
+    ['import a turn: a getter that throws', (m) => m.import(exported(undefined, [throwing({ role: 'user', id: 'i1', createdAt: '2026-01-01T00:00:00Z' }, 'content')])), 'INVALID_MESSAGE'],
+    ['import pins: revoked', (m) => m.import(exported(undefined, undefined, { pins: revoked() })), 'INVALID_ARGUMENT'],
+    ['import aliases: revoked', (m) => m.import(exported(undefined, undefined, { aliases: revoked() })), 'INVALID_ARGUMENT'],
+  ];
+  for (const [what, call, code] of CASES) {
+    it(what, async () => {
+      const before = await memory.export();
+      await expectCode(call(memory), code, /cannot be read|must be|takes one object/);
+      expect({ ...await memory.export(), exportedAt: '' }).toEqual({ ...before, exportedAt: '' });
+    });
+  }
+
+  it('a getter that answers differently when read again is read once', async () => {
+    let reads = 0;
+    const part = { type: 'text', get text() { return reads++ === 0 ? 'hello' : { not: 'text' }; } };
+    await memory.onTurnComplete({ conversationId: 'c', messages: [{ role: 'user', content: [part as never] }] });
+    expect((await memory.turns('c', { from: 2 }))[0]!.text).toBe('hello');
+  });
+});

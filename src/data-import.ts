@@ -1,0 +1,365 @@
+// memory.import(): pagewise's portable format back into the store, all or nothing, without holding the event loop
+// or the engine's queue for the length of a large import.
+//
+// Atomicity, in chunks. The storage seam runs one transaction per batch and has no transaction that spans awaits
+// (Durable Object SQL refuses BEGIN; its transactionSync cannot await). Holding one open transaction, or the queue,
+// for a 10⁶-turn import would stop every other call for its whole length, and that is what this avoids. So:
+//   1. Everything the caller gave is checked first, in slices that yield to the event loop, before anything is
+//      written: shapes, messages, ids, pins, aliases (spelling and loops), and the stored turns each conversation
+//      must start with. A bad import is refused having written nothing.
+//   2. Then the writes, in short transactions each in its own slot of the queue, so other calls (other
+//      conversations' reads and writes) run between them. The first slot checks the aliases (before it writes, and
+//      in the slot that adds them, so no other call changes the stored ones in between), records a journal (in
+//      pagewise_meta) of what the import writes, and adds the aliases; each chunk of turns updates the journal in
+//      its own transaction; the last slot writes the pins and deletes the journal. That deletion is the commit.
+//   3. A failure after the journal (a storage error, or another call that changed an importing conversation in
+//      between, which each chunk checks for) removes what the journal lists, as forget() removes turns; a crash
+//      leaves the journal, and the next createMemory() on that storage removes it the same way.
+// Between chunks a reader of an importing conversation sees the turns written so far; they stay only if the import
+// completes. Aliases are restored through the alias API: tags and alias chains an imported alias rewrote stay
+// rewritten, as after aliases.remove().
+import type { DataDeps, ExportData, ImportReport } from './data-control.js';
+import { checkId, checkObject } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from './messages.js';
+import type { NewTurn } from './store/turn-store.js';
+import { resolve, spelling } from './tags/tag-canonicalizer.js';
+import { countCacheKey } from './tokens/chat-format.js';
+import type { ChatMessage, MaybePromise, Statement } from './types.js';
+
+const MODULE = 'data';
+// A slice of work between two yields: at most this long, and at most this many items (in workerd the clock stands
+// still while code runs, so there the count is what ends a slice).
+const SLICE_MS = 12;
+const SLICE_ITEMS = 2000;
+// Turns per write transaction: starts small, then sized to take about SLICE_MS (tagging is most of a chunk's time).
+const FIRST_CHUNK = 32;
+const MAX_CHUNK = 512;
+const PAGE = 2000;
+const JOURNAL = 'import:';
+
+type TurnRow = { rowid: number; seq: number; id: string; text: string; name: string | null };
+
+export interface ImportDeps extends DataDeps {
+  /** Rows of a conversation (`where` appended to its condition), as `remove` takes them. */
+  turnRows: (conversationId: string, where?: string, params?: unknown[]) => MaybePromise<TurnRow[]>;
+  /** Removes rows and what is derived from them, as forget does. */
+  remove: (conversationId: string, rows: TurnRow[], whole: boolean) => Promise<number>;
+}
+
+interface Planned {
+  id: string;
+  path: string;
+  messages: ChatMessage[];
+  hashes: string[];
+  pins: { id: string; at: string | undefined }[];
+  /** How many of `messages` are stored already, and the seq of the first one to write. */
+  stored: number;
+  from: number;
+}
+
+interface PlannedAlias { alias: unknown; tag: unknown; conversationId: string | null; path: string }
+
+interface Journal {
+  conversations: { id: string; from: number; written: number }[];
+  /** Each alias the import adds, with the manual alias it replaced (restored if the import is undone). */
+  aliases: { alias: string; conversationId: string | null; previous: { tag: string; createdAt: string } | null }[];
+}
+
+const breathe = () => new Promise<void>((ok) => setTimeout(ok, 0));
+
+function invalid(path: string, message: string): never {
+  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
+}
+
+function changed(conversationId: string): PagewiseError {
+  return new PagewiseError('ID_CONFLICT', MODULE,
+    `Conversation ${describe(conversationId)} was changed by another call while it was being imported; nothing was imported. Import it again once those calls are done.`);
+}
+
+/** Ends a slice when it has run SLICE_MS or SLICE_ITEMS items. */
+function slicer() {
+  let start = performance.now();
+  let items = 0;
+  return {
+    due: () => ++items >= SLICE_ITEMS || performance.now() - start >= SLICE_MS,
+    async next() {
+      await breathe();
+      start = performance.now();
+      items = 0;
+    },
+  };
+}
+
+/** A conversation's turns, validated in slices. */
+async function readTurns(raw: unknown[], path: string, maxBytes: number): Promise<ChatMessage[]> {
+const messages: ChatMessage[] = new Array(raw.length);
+const ids = new Set<string>();
+const slice = slicer();
+for (let i = 0; i < raw.length; i++) {
+  const m = validateMessage(raw[i], `${path}[${i}]`, maxBytes);
+  if (m.id === undefined || m.createdAt === undefined) invalid(`${path}[${i}]`, 'needs its id and createdAt, as memory.export() writes them.');
+  if (ids.has(m.id)) invalid(`${path}[${i}].id`, `repeats message id ${describe(m.id)}.`);
+  ids.add(m.id);
+  messages[i] = m;
+  if (slice.due()) await slice.next();
+}
+return messages;
+}
+
+/** Content hashes, a slice at a time: only once every conversation passed (an invalid import fails sooner). */
+async function hashTurns(c: Planned): Promise<void> {
+for (let from = 0; from < c.messages.length; from += SLICE_ITEMS) {
+  const part = await Promise.all(c.messages.slice(from, from + SLICE_ITEMS).map(contentHash));
+  for (const [k, h] of part.entries()) c.hashes[from + k] = h;
+  await breathe();
+}
+}
+
+function readAliases(value: unknown, path: string, conversationId: string | null): PlannedAlias[] {
+  if (value === undefined) return [];
+  const list = readArray(value, path, 'INVALID_ARGUMENT', MODULE);
+  if (!list) invalid(path, `must be an array (got ${describe(value)}).`);
+  return list.map((raw, i) => {
+    const a = readRecord(raw, `${path}[${i}]`, 'INVALID_ARGUMENT', MODULE);
+    if (!a) invalid(`${path}[${i}]`, `must be { alias, tag } (got ${describe(raw)}).`);
+    // Spelling here, before the turns are hashed; loops with the stored aliases where they are added.
+    spelling(a.alias, `${path}[${i}].alias`, 'db');
+    spelling(a.tag, `${path}[${i}].tag`, 'database');
+    return { alias: a.alias, tag: a.tag, conversationId, path: `${path}[${i}]` };
+  });
+}
+
+/** Step 1 without the store: the caller's data, checked whole and copied. */
+async function readImport(data: unknown, maxBytes: number): Promise<{ conversations: Planned[]; aliases: PlannedAlias[] }> {
+const o = checkObject(data, 'import');
+if (o.format !== 'pagewise' || o.version !== 1) {
+  invalid('data', `is not pagewise's export format version 1 (format ${describe(o.format)}, version ${describe(o.version)}); pass what memory.export() returned.`);
+}
+const list = readArray(o.conversations, 'data.conversations', 'INVALID_ARGUMENT', MODULE);
+if (!list) invalid('data.conversations', `must be an array (got ${describe(o.conversations)}).`);
+const conversations: Planned[] = [];
+const aliases: PlannedAlias[] = [];
+const seen = new Set<string>();
+for (const [c, raw] of list.entries()) {
+  const path = `data.conversations[${c}]`;
+  const conv = readRecord(raw, path, 'INVALID_ARGUMENT', MODULE);
+  if (!conv) invalid(path, `must be a conversation { id, turns, pins, aliases } as memory.export() writes it (got ${describe(raw)}).`);
+  const id = validateConversationId(conv.id, `${path}.id`);
+  if (seen.has(id)) invalid(`${path}.id`, `repeats conversation ${describe(id)}.`);
+  seen.add(id);
+  const turns = readArray(conv.turns, `${path}.turns`, 'INVALID_ARGUMENT', MODULE);
+  if (!turns) invalid(`${path}.turns`, `must be an array (got ${describe(conv.turns)}).`);
+  const messages = await readTurns(turns, `${path}.turns`, maxBytes);
+  const ids = new Set(messages.map((m) => m.id!));
+  const pinList = conv.pins === undefined ? [] : readArray(conv.pins, `${path}.pins`, 'INVALID_ARGUMENT', MODULE);
+  if (!pinList) invalid(`${path}.pins`, `must be an array (got ${describe(conv.pins)}).`);
+  const pins = pinList.map((p, i) => {
+    const pin = readRecord(p, `${path}.pins[${i}]`, 'INVALID_ARGUMENT', MODULE);
+    if (!pin) invalid(`${path}.pins[${i}]`, `must be { messageId, pinnedAt } (got ${describe(p)}).`);
+    const messageId = checkId(pin.messageId, `${path}.pins[${i}].messageId`);
+    if (!ids.has(messageId)) invalid(`${path}.pins[${i}].messageId`, `names no message of the conversation (${describe(messageId)}).`);
+    const at = typeof pin.pinnedAt === 'string' && !Number.isNaN(Date.parse(pin.pinnedAt)) ? new Date(pin.pinnedAt).toISOString() : undefined;
+    return { id: messageId, at };
+  });
+  aliases.push(...readAliases(conv.aliases, `${path}.aliases`, id));
+  conversations.push({ id, path, messages, hashes: new Array(messages.length), pins, stored: 0, from: 0 });
+}
+aliases.push(...readAliases(o.aliases, 'data.aliases', null));
+return { conversations, aliases };
+}
+
+async function state(d: ImportDeps, conversationId: string) {
+  const [row] = await d.driver.query<{ n: number; last: number }>('SELECT COUNT(*) AS n, COALESCE(MAX(seq), -1) AS last FROM turns WHERE conversation_id = ?', [conversationId]);
+  return { n: Number(row?.n ?? 0), last: Number(row?.last ?? -1) };
+}
+
+/** Step 1 with the store: what is stored of each conversation must be the start of the imported one. */
+async function checkStored(d: ImportDeps, c: Planned): Promise<void> {
+  let after = -1;
+  for (;;) {
+    const done = await d.resume(async () => {
+      const page = await d.driver.query<{ seq: number; id: string; content_hash: string }>(
+        'SELECT seq, id, content_hash FROM turns WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?', [c.id, after, PAGE]);
+      for (const s of page) {
+        const i = c.stored;
+        const m = c.messages[i];
+        if (!m || m.id !== s.id || c.hashes[i] !== s.content_hash) {
+          throw new PagewiseError('ID_CONFLICT', MODULE,
+            `Conversation ${describe(c.id)} is stored with other messages than the import has (stored message ${i}: ${describe(s.id)}, imported: ${describe(m?.id)}); nothing was imported. Import it under another conversation id, or forget the stored one first.`,
+            { path: `${c.path}.turns[${i}]` });
+        }
+        c.stored++;
+        after = Number(s.seq);
+      }
+      if (page.length === PAGE) return false;
+      if ((await state(d, c.id)).n !== c.stored) throw changed(c.id);
+      c.from = after + 1;
+      return true;
+    });
+    if (done) return;
+    await breathe();
+  }
+}
+
+/** Step 1 for aliases, against the aliases stored now: each as aliases.add() will take it, in order. */
+async function checkAliases(d: ImportDeps, aliases: PlannedAlias[]): Promise<Journal['aliases']> {
+  const stored = await d.canonicalizer.list(undefined);
+  const global = new Map(stored.map((a) => [a.alias, a.tag]));
+  const locals = new Map<string, { manual: Map<string, string>; auto: Map<string, string>; rows: typeof stored }>();
+  const out: Journal['aliases'] = [];
+  for (const a of aliases) {
+    const alias = spelling(a.alias, `${a.path}.alias`, 'db');
+    const wanted = spelling(a.tag, `${a.path}.tag`, 'database');
+    let l = a.conversationId === null ? undefined : locals.get(a.conversationId);
+    if (a.conversationId !== null && !l) {
+      const rows = (await d.canonicalizer.list({ conversationId: a.conversationId })).filter((r) => r.conversationId === a.conversationId);
+      l = { manual: new Map(rows.filter((r) => r.source === 'manual').map((r) => [r.alias, r.tag])), auto: new Map(rows.filter((r) => r.source === 'auto').map((r) => [r.alias, r.tag])), rows };
+      locals.set(a.conversationId, l);
+    }
+    const tag = resolve(l ? [l.manual, global, l.auto] : [global], wanted);
+    if (tag === alias) invalid(`${a.path}.tag`, `reads as ${describe(alias)}, the alias itself (once canonical, or through the aliases before it), so this alias would make a loop; drop it from the import.`);
+    if (!out.some((x) => x.alias === alias && x.conversationId === a.conversationId)) {
+      const before = (l ? l.rows : stored).find((r) => r.alias === alias && r.source === 'manual');
+      out.push({ alias, conversationId: a.conversationId, previous: before ? { tag: before.tag, createdAt: before.createdAt } : null });
+    }
+    // As aliases.add() leaves them: chains to the alias point past it; an auto alias of that spelling is replaced.
+    const map = l ? l.manual : global;
+    for (const [k, v] of map) if (v === alias) map.set(k, tag);
+    map.set(alias, tag);
+    l?.auto.delete(alias);
+  }
+  return out;
+}
+
+/** Undoes what a journal lists: turns by seq range (`idAt` narrows them to the import's own), then aliases. */
+async function undo(d: ImportDeps, key: string, journal: Journal, idAt?: (conversationId: string, seq: number) => string | undefined): Promise<void> {
+  const now = new Date().toISOString();
+  for (const e of journal.conversations) {
+    const rows = (await d.turnRows(e.id, ' AND seq >= ? AND seq < ?', [e.from, e.from + e.written])).filter((r) => !idAt || idAt(e.id, r.seq) === r.id);
+    if (rows.length === 0) continue;
+    const whole = rows.length >= (await state(d, e.id)).n;
+    await d.remove(e.id, rows, whole);
+    if (!whole) {
+      await d.index.indexNew(e.id, now);
+      d.rebuildLater(e.id);
+    }
+  }
+  for (const a of [...journal.aliases].reverse()) {
+    const scope = a.conversationId === null ? undefined : { conversationId: a.conversationId };
+    try {
+      if (a.previous) await d.canonicalizer.add(a.alias, a.previous.tag, scope, a.previous.createdAt);
+      else await d.canonicalizer.remove(a.alias, scope);
+    } catch (error) {
+      // Restoring is best effort where the aliases changed since; a storage error keeps the journal for next time.
+      if (!(error instanceof PagewiseError) || error.code !== 'INVALID_ARGUMENT') throw error;
+    }
+  }
+  await d.driver.batch([{ sql: 'DELETE FROM pagewise_meta WHERE key = ?', params: [key] }]);
+}
+
+/** Step 2: the writes, chunk by chunk (see the top of this file). */
+async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], report: ImportReport): Promise<void> {
+  const { driver, store } = d;
+  const key = `${JOURNAL}${crypto.randomUUID()}`;
+  const fresh = plan.filter((c) => c.messages.length > c.stored);
+  const journal: Journal = { conversations: fresh.map((c) => ({ id: c.id, from: c.from, written: 0 })), aliases: [] };
+  const byId = new Map(plan.map((c) => [c.id, c]));
+  const idAt = (conversationId: string, seq: number) => {
+    const c = byId.get(conversationId)!;
+    return c.messages[c.stored + seq - c.from]?.id;
+  };
+  const now = new Date().toISOString();
+  let journaled = false;
+  const unchanged = async (c: Planned, written: number) => {
+    const s = await state(d, c.id);
+    if (s.n !== c.stored + written || s.last !== c.from + written - 1) throw changed(c.id);
+  };
+  try {
+    await d.resume(async () => {
+      journal.aliases = await checkAliases(d, aliases);
+      // An import with nothing new (a re-import) writes nothing, its pins aside.
+      if (fresh.length === 0 && aliases.length === 0) return;
+      await driver.batch([{ sql: 'INSERT INTO pagewise_meta (key, value) VALUES (?, ?)', params: [key, JSON.stringify(journal)] }]);
+      journaled = true;
+      for (const a of aliases) await d.canonicalizer.add(a.alias, a.tag, a.conversationId === null ? undefined : { conversationId: a.conversationId }, now);
+    });
+    const tok = await d.tokenizer();
+    const countKey = countCacheKey(tok);
+    for (const [n, c] of fresh.entries()) {
+      const entry = journal.conversations[n]!;
+      let size = FIRST_CHUNK;
+      while (c.stored + entry.written < c.messages.length) {
+        await breathe();
+        const took = await d.resume(async () => {
+          const started = performance.now();
+          await unchanged(c, entry.written);
+          const first = c.stored + entry.written;
+          const turns: NewTurn[] = c.messages.slice(first, first + size).map((message, k) => {
+            const text = messageText(message);
+            const createdMs = Date.parse(message.createdAt!);
+            return { message, id: message.id!, text, contentHash: c.hashes[first + k]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(text) };
+          });
+          const statements: Statement[] = store.appendStatements(c.id, c.from + entry.written, turns, countKey, now);
+          // The journal counts the chunk in the chunk's own transaction; an undo after a failed batch looks one
+          // chunk further, keeping only rows with the import's ids at their seqs.
+          entry.written += turns.length;
+          statements.push({ sql: 'UPDATE pagewise_meta SET value = ? WHERE key = ?', params: [JSON.stringify(journal), key] });
+          try {
+            await driver.batch(statements);
+          } finally {
+            store.uncache(c.id);
+          }
+          await d.index.indexNew(c.id, now);
+          return performance.now() - started;
+        });
+        size = Math.max(1, Math.min(MAX_CHUNK, Math.round(size * SLICE_MS / Math.max(took, 1))));
+      }
+      report.conversations.push(c.id);
+      report.turns += c.messages.length - c.stored;
+    }
+    await breathe();
+    await d.resume(async () => {
+      const statements: Statement[] = [];
+      for (const c of plan) {
+        if (c.pins.length === 0) continue;
+        await unchanged(c, fresh.includes(c) ? c.messages.length - c.stored : 0);
+        for (const p of c.pins) statements.push({ sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [c.id, p.id, p.at ?? now] });
+      }
+      if (journaled) statements.push({ sql: 'DELETE FROM pagewise_meta WHERE key = ?', params: [key] });
+      if (statements.length > 0) await driver.batch(statements);
+    });
+  } catch (error) {
+    if (journaled) {
+      await d.settle().catch(() => undefined);
+      // Left in place when this fails too: the next createMemory() on the storage undoes it.
+      await d.resume(() => undo(d, key, journal, idAt)).catch(() => undefined);
+    }
+    throw error;
+  }
+  for (const c of fresh) d.rebuildLater(c.id);
+}
+
+/** The import as a function of the data-control dependencies (see the top of this file). */
+export function importApi(d: ImportDeps) {
+  return {
+    import(data: ExportData): Promise<ImportReport> {
+      return (async () => {
+        // Admission in call order (and ENGINE_CLOSED once closed); the rest runs in slots of its own.
+        await d.serial(async () => undefined);
+        const { conversations, aliases } = await readImport(data, d.maxMessageBytes);
+        for (const c of conversations) await hashTurns(c);
+        for (const c of conversations) await checkStored(d, c);
+        const report: ImportReport = { conversations: [], turns: 0, skipped: conversations.reduce((n, c) => n + c.stored, 0) };
+        await write(d, conversations, aliases, report);
+        return report;
+      })();
+    },
+
+    /** Undoes the imports a crash interrupted (their journals are still there). Runs before the engine's first call. */
+    async recoverImports(): Promise<void> {
+      const rows = await d.driver.query<{ key: string; value: string }>('SELECT key, value FROM pagewise_meta WHERE key LIKE ?', [`${JOURNAL}%`]);
+      for (const r of rows) await undo(d, r.key, JSON.parse(r.value) as Journal);
+    },
+  };
+}
