@@ -115,3 +115,71 @@ describe('8. dates are real dates', () => {
     expect(await memory.conversations()).toEqual([]);
   });
 });
+
+describe('23. what the widened fault suite was written to find', () => {
+  it('a conversation id with a leading BOM is its own conversation: export, turns and forget never act on "dave"', async () => {
+    memory = await createMemory();
+    await memory.onTurnComplete({ conversationId: 'dave', messages: [user('dave keeps the word marmalade', { id: 'd1' }), assistant('noted', { id: 'd2' })] });
+    expect(await codeOf(memory.export('\uFEFFdave'))).toBe('CONVERSATION_NOT_FOUND');
+    expect(await codeOf(memory.forget({ conversationId: 'dave', messageIds: ['\uFEFFd1'] }))).toBe('NOT_FOUND');
+    await memory.onTurnComplete({ conversationId: '\uFEFFdave', messages: [user('the BOM twin keeps the word quince', { id: 'b1' })] });
+    expect((await memory.conversations()).map((c) => c.id).sort()).toEqual(['dave', '\uFEFFdave'].sort());
+    const exported = await memory.export('\uFEFFdave');
+    expect(exported.conversations.map((c) => [c.id, c.turns.map((t) => t.id)])).toEqual([['\uFEFFdave', ['b1']]]);
+    await memory.forget({ conversationId: '\uFEFFdave' });
+    expect((await memory.turns('dave')).map((t) => t.id)).toEqual(['d1', 'd2']);
+    expect((await memory.conversations()).map((c) => c.id)).toEqual(['dave']);
+  });
+
+  it('a revoked Proxy as import conversations or turns, forget messageIds, onTurnComplete messages: a typed error', async () => {
+    memory = await createMemory();
+    await memory.onTurnComplete({ conversationId: 'c', messages: [user('hello', { id: 'u1' }), assistant('hi', { id: 'a1' })] });
+    const revoked = () => { const r = Proxy.revocable([], {}); r.revoke(); return r.proxy as never; };
+    const m = memory;
+    const cases: [string, () => Promise<unknown>][] = [
+      ['import conversations', () => m.import({ format: 'pagewise', version: 1, exportedAt: '', aliases: [], conversations: revoked() })],
+      ['import turns', () => m.import({ format: 'pagewise', version: 1, exportedAt: '', aliases: [], conversations: [{ id: 'x', createdAt: '', updatedAt: '', turns: revoked(), pins: [], aliases: [] }] })],
+      ['forget messageIds', () => m.forget({ conversationId: 'c', messageIds: revoked() })],
+      ['onTurnComplete messages', () => m.onTurnComplete({ conversationId: 'c', messages: revoked() })],
+      ['onMessageInbound history', () => m.onMessageInbound({ conversationId: 'c', message: user('hi'), history: revoked() })],
+    ];
+    for (const [what, fn] of cases) expect(await codeOf(fn), what).not.toBeNull();
+    expect((await memory.turns('c')).map((t) => t.id)).toEqual(['u1', 'a1']);
+  });
+
+  it('an import whose alias is invalid stores none of its turns', async () => {
+    memory = await createMemory();
+    const data = { format: 'pagewise' as const, version: 1 as const, exportedAt: '2025-01-01T00:00:00.000Z', aliases: [], conversations: [{
+      id: 'imp', createdAt: '2025-01-01T00:00:00.000Z', updatedAt: '2025-01-01T00:00:00.000Z', pins: [],
+      turns: [{ id: 't1', role: 'user' as const, content: 'hello there', createdAt: '2025-01-01T00:00:00.000Z' }],
+      aliases: [{ alias: '', tag: 'database', createdAt: '2025-01-01T00:00:00.000Z' }],
+    }] };
+    expect(await codeOf(memory.import(data))).toBe('INVALID_ARGUMENT');
+    expect(await memory.conversations()).toEqual([]);
+  });
+
+  it('the proxy answers {"messages":[null]}, tool_calls [null] and Anthropic content [null] with a 400, forwarding nothing', async () => {
+    const { memoryProxy } = await import('../../src/proxy.js');
+    memory = await createMemory();
+    let forwarded = 0;
+    const upstream = { baseUrl: 'http://127.0.0.1:9', apiKey: 'k' };
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (async () => { forwarded++; return new Response('{}'); }) as typeof fetch;
+    try {
+      const proxy = memoryProxy({ memory, authenticate: (r: Request) => (r.headers.get('authorization') === 'Bearer t' ? 'u' : null), openai: upstream, anthropic: upstream });
+      const bodies: [string, unknown][] = [
+        ['/v1/chat/completions', { messages: [null] }],
+        ['/v1/chat/completions', { messages: [{ role: 'assistant', tool_calls: [null] }, { role: 'user', content: 'hi' }] }],
+        ['/v1/messages', { messages: [{ role: 'user', content: [null] }] }],
+      ];
+      for (const [path, body] of bodies) {
+        const res = await proxy(new Request(`http://proxy.test${path}`, { method: 'POST', headers: { authorization: 'Bearer t', 'x-pagewise-conversation': 'c1', 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+        expect(res.status, JSON.stringify(body)).toBe(400);
+      }
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    expect(forwarded).toBe(0);
+    expect(await memory.conversations()).toEqual([]);
+  });
+});
