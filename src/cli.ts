@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { createMemory, type Memory } from './engine.js';
 import { isPagewiseError, PagewiseError } from './errors.js';
 import { parseConversationFile } from './formats.js';
-import { renderContext } from './assembly/render.js';
+import { renderContext, renderJson } from './assembly/render.js';
 import { useJsTiktoken } from './tokens/js-tiktoken.js';
 import { resolveOptions } from './options.js';
 import { fileStorage } from './storage/node-file.js';
@@ -241,7 +241,9 @@ async function run(memory: Memory, command: string, rest: string[], c: Context):
       const ctx = await memory.onMessageInbound({ conversationId: c.conversation(), message: { role: 'user', content: c.text() } });
       if (command === 'retrieve') {
         const { manifest, budget, dropped, matchedTags, broad, temporal } = ctx;
-        out(true, { matchedTags, broad, temporal, budget, manifest, dropped }, () => '');
+        // --json: exact values for scripts (ids round-trip); otherwise the text a model may be shown, neutralized.
+        const report = { matchedTags, broad, temporal, budget, manifest, dropped };
+        out(json, report, () => renderJson(report));
       } else {
         out(json, { prependText: ctx.prependText, messages: ctx.messages }, () => renderContext(ctx));
       }

@@ -5,30 +5,12 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import { LoggingLevelSchema, SetLevelRequestSchema, type LoggingLevel, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Memory } from './memory.js';
 import { isPagewiseError } from './errors.js';
+import { renderJson } from './assembly/render.js';
 import { neutralize } from './text/as-data.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export type ToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
 export type Log = (extra: Extra, level: LoggingLevel, data: Record<string, unknown>) => Promise<void>;
-
-/** Every string in `value` neutralized: stored text shown as JSON cannot spell one of pagewise's delimiters. */
-function neutralized(value: unknown): unknown {
-  if (typeof value === 'string') return neutralize(value);
-  if (Array.isArray(value)) return value.map(neutralized);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, neutralized(v)]));
-  return value;
-}
-
-/**
- * `value` as the JSON text a model reads. `rendered` names top-level fields that the renderer (render.ts) already
- * wrote, delimiters included: they are kept as they are; every other string is neutralized.
- */
-export function jsonText(value: unknown, rendered: readonly string[] = []): string {
-  const shown = value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rendered.includes(k) ? v : neutralized(v)]))
-    : neutralized(value);
-  return JSON.stringify(shown, null, 2);
-}
 
 /**
  * A tool's answer: JSON as text (neutralized, see jsonText) and as structured content (exact: ids round-trip); a
@@ -39,15 +21,15 @@ export async function answer(c: { extra: Extra; log: Log; tool: string }, fn: ()
   try {
     const value = await fn();
     const structured = value !== null && typeof value === 'object' && !Array.isArray(value) ? value as Record<string, unknown> : { value };
-    return { content: [{ type: 'text', text: jsonText(value, rendered) }], structuredContent: structured };
+    return { content: [{ type: 'text', text: renderJson(value, rendered) }], structuredContent: structured };
   } catch (e) {
     if (!isPagewiseError(e)) {
       await c.log(c.extra, 'error', { tool: c.tool, message: neutralize(String((e as Error)?.message ?? e)) });
       throw e;
     }
     const error = { code: e.code, message: e.message, ...(e.path ? { path: e.path } : {}) };
-    await c.log(c.extra, 'warning', { tool: c.tool, ...(neutralized(error) as object) });
-    return { content: [{ type: 'text', text: jsonText({ error }) }], isError: true };
+    await c.log(c.extra, 'warning', { tool: c.tool, code: e.code, message: neutralize(e.message), ...(e.path ? { path: neutralize(e.path) } : {}) });
+    return { content: [{ type: 'text', text: renderJson({ error }) }], isError: true };
   }
 }
 

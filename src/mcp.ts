@@ -5,10 +5,10 @@ import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
-import { renderContext, renderTranscript } from './assembly/render.js';
+import { renderContext, renderJson, renderMemory, renderSummary, renderTranscript } from './assembly/render.js';
 import type { Memory } from './memory.js';
 import { serveMcpHttpWith, type McpHttpOptions } from './mcp-http.js';
-import { answer, conversationIds, conversationTags, enableLogging, jsonText, progress, uriPart, type Extra, type Log } from './mcp-support.js';
+import { answer, conversationIds, conversationTags, enableLogging, progress, uriPart, type Extra, type Log } from './mcp-support.js';
 import { inline } from './text/as-data.js';
 import type { ChatMessage } from './types.js';
 
@@ -125,19 +125,19 @@ function registerResources(server: McpServer, memory: Memory): void {
   }), {
     description: 'A conversation\'s topics: tags with how many exchanges carry them, first and last turn.', mimeType: 'application/json',
   }, async (uri, { conversationId }) => ({
-    contents: [{ uri: uri.href, mimeType: 'application/json', text: jsonText(await memory.tags(uriPart(conversationId))) }],
+    contents: [{ uri: uri.href, mimeType: 'application/json', text: renderJson(await memory.tags(uriPart(conversationId))) }],
   }));
 
   server.registerResource('tag-summaries', new ResourceTemplate('pagewise://conversations/{conversationId}/tags/{tag}/summaries', {
     list: undefined,
     complete: { conversationId: ids, tag: tags },
   }), {
-    description: 'The summaries of one topic of a conversation (made when it is compacted).', mimeType: 'application/json',
+    description: 'The summaries of one topic of a conversation (made when it is compacted), as a model reads them: each in a <summary> block inside <prior-conversation>.', mimeType: 'text/plain',
   }, async (uri, { conversationId, tag }) => {
     const all = await memory.summaries(uriPart(conversationId));
     const wanted = uriPart(tag);
-    const summaries = all.filter((s) => s.tag === wanted || s.tags.includes(wanted)).map((s) => ({ id: s.id, kind: s.kind, level: s.level, from: s.from, to: s.to, text: s.text }));
-    return { contents: [{ uri: uri.href, mimeType: 'application/json', text: jsonText(summaries) }] };
+    const summaries = all.filter((s) => s.tag === wanted || s.tags.includes(wanted));
+    return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: renderMemory([], summaries.map(renderSummary)) }] };
   });
 }
 

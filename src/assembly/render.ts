@@ -106,3 +106,23 @@ export function renderContext(ctx: Pick<AssembledContext, 'prependText' | 'messa
   flush();
   return parts.join('\n\n');
 }
+
+/** Every string in `value` neutralized: stored text shown as JSON cannot spell one of pagewise's delimiters. */
+function neutralized(value: unknown): unknown {
+  if (typeof value === 'string') return neutralize(value);
+  if (Array.isArray(value)) return value.map(neutralized);
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, neutralized(v)]));
+  return value;
+}
+
+/**
+ * `value` as JSON text a model may read (MCP tool results, the CLI's output without --json). `rendered` names
+ * top-level fields that this module already wrote, delimiters included: they are kept as they are; every other
+ * string is neutralized. Where exact ids matter (structured content, `--json`), give the value itself.
+ */
+export function renderJson(value: unknown, rendered: readonly string[] = []): string {
+  const shown = value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rendered.includes(k) ? v : neutralized(v)]))
+    : neutralized(value);
+  return JSON.stringify(shown, null, 2);
+}

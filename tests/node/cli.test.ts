@@ -22,7 +22,7 @@ describe('npx pagewise (the CLI)', () => {
     expect(imported.err).toMatch(/import: \d+\/214 batches/);
     const status = cli('status', '--db', db, '--json');
     expect((status.json().conversations as { id: string; turns: number }[])[0]).toMatchObject({ id: 'conv-26', turns: 419 });
-    const retrieved = cli('retrieve', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000');
+    const retrieved = cli('retrieve', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000', '--json');
     expect(retrieved.code).toBe(0);
     const r = retrieved.json() as { manifest: { kind: string; sourceIds: string[] }[]; budget: { total: number; available: number } };
     expect(r.budget.total).toBeLessThanOrEqual(r.budget.available);
