@@ -4,8 +4,9 @@ import { checkId, checkObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import { importApi } from './data-import.js';
 import { describe, readArray, validateConversationId } from './messages.js';
+import { inListSize } from './storage/limits.js';
 import { MIGRATIONS } from './store/schema.js';
-import type { TurnRecord, TurnStore } from './store/turn-store.js';
+import { chunks, type TurnRecord, type TurnStore } from './store/turn-store.js';
 import type { ChatMessage, Statement, StorageDriver, Tokenizer } from './types.js';
 
 const MODULE = 'data';
@@ -95,15 +96,6 @@ export interface DataDeps {
 
 // The trigger that keeps turns append-only (schema migration 1); forget drops and recreates it in its transaction.
 const NO_DELETE = MIGRATIONS[0]!.find((sql) => sql.includes('turns_no_delete'))!;
-// Rows bound per statement (SQLite's default limit is 32,766 variables).
-const CHUNK = 500;
-
-function chunks<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
-  return out;
-}
-
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 function invalid(path: string, message: string): never {
@@ -113,6 +105,8 @@ function invalid(path: string, message: string): never {
 /** The data-control side of the Memory API: forget, export, import, the database's bytes. */
 export function dataApi(d: DataDeps) {
   const { driver, store, serial } = d;
+  // Values per IN list: each statement binds the conversation id at most besides (the driver's maxParams).
+  const per = inListSize(store.limits, 1);
 
   const turnRows = (conversationId: string, where = '', params: unknown[] = []) => driver.query<{ rowid: number; seq: number; id: string; text: string; name: string | null }>(
     `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?${where} ORDER BY seq`, [conversationId, ...params] as never);
@@ -121,7 +115,7 @@ export function dataApi(d: DataDeps) {
   const remove = async (conversationId: string, rows: ReadonlyArray<{ rowid: number; seq: number; id: string; text: string; name: string | null }>, whole: boolean) => {
     const summaries = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
     const statements: Statement[] = [{ sql: 'DROP TRIGGER turns_no_delete' }];
-    for (const part of chunks(rows)) {
+    for (const part of chunks(rows, per)) {
       // A contentless FTS5 table forgets a row only when given the values it indexed.
       for (const r of part) statements.push({ sql: "INSERT INTO turns_fts (turns_fts, rowid, text, name) VALUES ('delete', ?, ?, ?)", params: [r.rowid, r.text, r.name ?? ''] });
       const rowids = part.map((r) => r.rowid);
@@ -227,7 +221,7 @@ export function dataApi(d: DataDeps) {
           } else {
             const chosen = new Map<number, Awaited<ReturnType<typeof turnRows>>[number]>();
             if (ids) {
-              for (const part of chunks([...new Set(ids)])) for (const r of await turnRows(conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+              for (const part of chunks([...new Set(ids)], per)) for (const r of await turnRows(conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
               const found = new Set([...chosen.values()].map((r) => r.id));
               const missing = ids.filter((id) => !found.has(id));
               if (missing.length > 0) {

@@ -22,7 +22,8 @@ import type { DataDeps, ExportData, ImportReport } from './data-control.js';
 import { checkId, checkObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from './messages.js';
-import type { NewTurn } from './store/turn-store.js';
+import { utf8Bytes } from './storage/limits.js';
+import { type NewTurn, turnRowError } from './store/turn-store.js';
 import { resolve, spelling } from './tags/tag-canonicalizer.js';
 import { countCacheKey } from './tokens/chat-format.js';
 import type { ChatMessage, MaybePromise, Statement } from './types.js';
@@ -91,8 +92,11 @@ function slicer() {
   };
 }
 
+/** Whether a message fits the storage's row limit: MESSAGE_TOO_LARGE (as append would throw it), or null. */
+type RowCheck = (conversationId: string, message: ChatMessage, path: string) => PagewiseError | null;
+
 /** A conversation's turns, validated in slices. */
-async function readTurns(raw: unknown[], path: string, maxBytes: number): Promise<ChatMessage[]> {
+async function readTurns(raw: unknown[], path: string, maxBytes: number, conversationId: string, rowCheck: RowCheck): Promise<ChatMessage[]> {
 const messages: ChatMessage[] = new Array(raw.length);
 const ids = new Set<string>();
 const slice = slicer();
@@ -100,6 +104,9 @@ for (let i = 0; i < raw.length; i++) {
   const m = validateMessage(raw[i], `${path}[${i}]`, maxBytes);
   if (m.id === undefined || m.createdAt === undefined) invalid(`${path}[${i}]`, 'needs its id and createdAt, as memory.export() writes them.');
   if (ids.has(m.id)) invalid(`${path}[${i}].id`, `repeats message id ${describe(m.id)}.`);
+  // The same check as append's, here where nothing is written yet (a chunk that failed it would undo the others).
+  const tooLarge = rowCheck(conversationId, m, `${path}[${i}]`);
+  if (tooLarge) throw tooLarge;
   ids.add(m.id);
   messages[i] = m;
   if (slice.due()) await slice.next();
@@ -131,7 +138,7 @@ function readAliases(value: unknown, path: string, conversationId: string | null
 }
 
 /** Step 1 without the store: the caller's data, checked whole and copied. */
-async function readImport(data: unknown, maxBytes: number): Promise<{ conversations: Planned[]; aliases: PlannedAlias[] }> {
+async function readImport(data: unknown, maxBytes: number, rowCheck: RowCheck): Promise<{ conversations: Planned[]; aliases: PlannedAlias[] }> {
 const o = checkObject(data, 'import');
 if (o.format !== 'pagewise' || o.version !== 1) {
   invalid('data', `is not pagewise's export format version 1 (format ${describe(o.format)}, version ${describe(o.version)}); pass what memory.export() returned.`);
@@ -150,7 +157,7 @@ for (const [c, raw] of list.entries()) {
   seen.add(id);
   const turns = readArray(conv.turns, `${path}.turns`, 'INVALID_ARGUMENT', MODULE);
   if (!turns) invalid(`${path}.turns`, `must be an array (got ${describe(conv.turns)}).`);
-  const messages = await readTurns(turns, `${path}.turns`, maxBytes);
+  const messages = await readTurns(turns, `${path}.turns`, maxBytes, id, rowCheck);
   const ids = new Set(messages.map((m) => m.id!));
   const pinList = conv.pins === undefined ? [] : readArray(conv.pins, `${path}.pins`, 'INVALID_ARGUMENT', MODULE);
   if (!pinList) invalid(`${path}.pins`, `must be an array (got ${describe(conv.pins)}).`);
@@ -258,6 +265,18 @@ async function undo(d: ImportDeps, key: string, journal: Journal, idAt?: (conver
   await d.driver.batch([{ sql: 'DELETE FROM pagewise_meta WHERE key = ?', params: [key] }]);
 }
 
+/**
+ * The journal is one row, rewritten with each chunk: refused before the first write when, with every count at its
+ * end, it would be over the storage's row limit (2 MB at the edge: some 20,000 conversations in one import).
+ */
+function checkJournal(d: ImportDeps, journal: Journal, fresh: Planned[]): void {
+  const full: Journal = { ...journal, conversations: journal.conversations.map((e, i) => ({ ...e, written: fresh[i]!.messages.length })) };
+  const bytes = utf8Bytes(JSON.stringify(full)) + 256;
+  if (bytes > d.store.limits.maxRowBytes) {
+    invalid('data.conversations', `is too much for one import on the ${d.driver.name} storage: its journal (${fresh.length} conversations, ${journal.aliases.length} aliases) would be a row of ${bytes} bytes, over the ${d.store.limits.maxRowBytes}-byte row limit; nothing was imported. Import the conversations in several smaller imports.`);
+  }
+}
+
 /** Step 2: the writes, chunk by chunk (see the top of this file). */
 async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], report: ImportReport): Promise<void> {
   const { driver, store } = d;
@@ -280,6 +299,7 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], re
       journal.aliases = await checkAliases(d, aliases);
       // An import with nothing new (a re-import) writes nothing, its pins aside.
       if (fresh.length === 0 && aliases.length === 0) return;
+      checkJournal(d, journal, fresh);
       await driver.batch([{ sql: 'INSERT INTO pagewise_meta (key, value) VALUES (?, ?)', params: [key, JSON.stringify(journal)] }]);
       journaled = true;
       for (const a of aliases) await d.canonicalizer.add(a.alias, a.tag, a.conversationId === null ? undefined : { conversationId: a.conversationId }, now);
@@ -347,7 +367,8 @@ export function importApi(d: ImportDeps) {
       return (async () => {
         // Admission in call order (and ENGINE_CLOSED once closed); the rest runs in slots of its own.
         await d.serial(async () => undefined);
-        const { conversations, aliases } = await readImport(data, d.maxMessageBytes);
+        const rowCheck: RowCheck = (conversationId, m, path) => turnRowError(d.store.limits, d.driver.name, conversationId, m.id!, m, messageText(m), path);
+        const { conversations, aliases } = await readImport(data, d.maxMessageBytes, rowCheck);
         for (const c of conversations) await hashTurns(c);
         for (const c of conversations) await checkStored(d, c);
         const report: ImportReport = { conversations: [], turns: 0, skipped: conversations.reduce((n, c) => n + c.stored, 0) };

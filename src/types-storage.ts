@@ -17,6 +17,24 @@ export interface Statement {
 }
 
 /**
+ * What one statement may hold on a driver's SQLite. pagewise's query builders size every statement to them: id
+ * lists are cut into slices, weighted lists go in as one JSON parameter, and a row that would be too large is refused
+ * with MESSAGE_TOO_LARGE before anything is written. Each is one of SQLite's run-time limits (`sqlite3_limit`).
+ */
+export interface StorageLimits {
+  /** The most values one statement binds (`?` parameters); SQLITE_LIMIT_VARIABLE_NUMBER. */
+  maxParams: number;
+  /** The most SELECTs one compound SELECT joins with UNION, UNION ALL, INTERSECT or EXCEPT; SQLITE_LIMIT_COMPOUND_SELECT. */
+  maxCompoundTerms: number;
+  /** The most UTF-8 bytes of one statement's SQL text, bound values not counted; SQLITE_LIMIT_SQL_LENGTH. */
+  maxStatementBytes: number;
+  /** The most bytes of one string or blob, bound or computed, and of one stored row (its record); SQLITE_LIMIT_LENGTH. */
+  maxRowBytes: number;
+  /** The most arguments of one SQL function call; SQLITE_LIMIT_FUNCTION_ARG. */
+  maxFunctionArgs: number;
+}
+
+/**
  * The one storage seam. A driver runs SQL on one SQLite database: sqlite-wasm in memory (Node, edge), sqlite-wasm
  * on OPFS (browser worker), Durable Object SQL (edge). Methods may answer synchronously or with a promise.
  */
@@ -28,6 +46,12 @@ export interface StorageDriver {
    * (seqs, counts, milliseconds); other drivers return them exactly.
    */
   readonly roundsLargeIntegers?: boolean;
+  /**
+   * What one statement may hold here (see StorageLimits). A field left out is taken as the strictest host pagewise
+   * knows (Durable Object SQL and D1: 100 parameters, 5 compound terms, 100 KB statements, 2 MB rows, 32 function
+   * arguments), so a driver that does not say still works, with more, smaller statements.
+   */
+  readonly limits?: Readonly<Partial<StorageLimits>>;
   /** Run one read statement and return its rows. */
   query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): MaybePromise<T[]>;
   /** Run statements atomically: all of them or, on any error, none (one transaction). */

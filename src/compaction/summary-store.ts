@@ -1,3 +1,4 @@
+import { inListSize, limitsOf } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver, Summary } from '../types.js';
 
@@ -73,6 +74,9 @@ const UNROLLED = `conversation_id = ?1 AND kind = ?2 AND level = ?3 AND parent_i
 
 /** Every SQL statement of the memory hierarchy: the watermark and the summaries of every level. */
 export function createSummaryStore(driver: StorageDriver) {
+  const limits = limitsOf(driver);
+  // Values per IN list beside the conversation id (a roll-up's UPDATE binds its id too).
+  const per = inListSize(limits, 2);
   const select = async (where: string, params: SqlValue[]): Promise<SummaryRecord[]> =>
     (await driver.query<SummaryRow>(`SELECT ${COLUMNS} FROM summaries WHERE ${where}`, params)).map(toRecord);
 
@@ -123,7 +127,7 @@ export function createSummaryStore(driver: StorageDriver) {
     /** Whether any of `ids` was rolled up already (by another compaction). */
     async rolledUp(conversationId: string, ids: readonly string[]): Promise<boolean> {
       const rows = await inChunks(ids, (chunk) => driver.query(
-        `SELECT 1 FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)}) AND parent_id IS NOT NULL LIMIT 1`, [conversationId, ...chunk]));
+        `SELECT 1 FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)}) AND parent_id IS NOT NULL LIMIT 1`, [conversationId, ...chunk]), per);
       return rows.length > 0;
     },
 
@@ -152,28 +156,29 @@ export function createSummaryStore(driver: StorageDriver) {
          WHERE s.conversation_id = ? AND s.tag IS NOT NULL AND s.kind = 'tag' AND s.parent_id IS NULL ORDER BY COALESCE(t.units, 0) DESC, s.first_seq LIMIT ?`, [conversationId, limit]);
       if (top.length === 0) return [];
       const order = new Map(top.map((r, i) => [Number(r.rowid), i]));
-      return (await select(`rowid IN (${placeholders(top.length)})`, top.map((r) => Number(r.rowid)))).sort((a, b) => order.get(a.rowid)! - order.get(b.rowid)!);
+      return (await inChunks(top.map((r) => Number(r.rowid)), (chunk) => select(`rowid IN (${placeholders(chunk.length)})`, chunk), per))
+        .sort((a, b) => order.get(a.rowid)! - order.get(b.rowid)!);
     },
 
     /** The current tag summaries of `tags` (one per tag). */
     tagSummariesOf(conversationId: string, tags: readonly string[]): Promise<SummaryRecord[]> {
-      return inChunks(tags, (chunk) => select(`conversation_id = ? AND tag IN (${placeholders(chunk.length)}) AND kind = 'tag' AND parent_id IS NULL`, [conversationId, ...chunk]));
+      return inChunks(tags, (chunk) => select(`conversation_id = ? AND tag IN (${placeholders(chunk.length)}) AND kind = 'tag' AND parent_id IS NULL`, [conversationId, ...chunk]), per);
     },
 
     /** Row ids of summaries by id. */
     async rowids(conversationId: string, ids: readonly string[]): Promise<Map<string, number>> {
       const rows = await inChunks(ids, (chunk) => driver.query<{ id: string; rowid: number }>(
-        `SELECT id, rowid FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+        `SELECT id, rowid FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
       return new Map(rows.map((r) => [r.id, Number(r.rowid)]));
     },
 
     byIds(conversationId: string, ids: readonly string[]): Promise<SummaryRecord[]> {
-      return inChunks(ids, (chunk) => select(`conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      return inChunks(ids, (chunk) => select(`conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
     },
 
     /** By row id (the embeddings table's reference). */
     byRowids(conversationId: string, rowids: readonly number[]): Promise<SummaryRecord[]> {
-      return inChunks(rowids, (chunk) => select(`conversation_id = ? AND rowid IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      return inChunks(rowids, (chunk) => select(`conversation_id = ? AND rowid IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
     },
 
     list(conversationId: string, kind?: Summary['kind']): Promise<SummaryRecord[]> {
@@ -222,7 +227,8 @@ export function createSummaryStore(driver: StorageDriver) {
     async commitRollup(s: NewSummary, childIds: readonly string[]): Promise<void> {
       await driver.batch([
         ...insertSummary(s),
-        { sql: `UPDATE summaries SET parent_id = ? WHERE conversation_id = ? AND id IN (${placeholders(childIds.length)})`, params: [s.id, s.conversationId, ...childIds] },
+        ...chunks(childIds, per).map((chunk) => (
+          { sql: `UPDATE summaries SET parent_id = ? WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, params: [s.id, s.conversationId, ...chunk] })),
       ]);
     },
 
@@ -264,9 +270,9 @@ export function createSummaryStore(driver: StorageDriver) {
       }
       const unique = [...new Set(ids)];
       const counts = await inChunks(unique, (chunk) => driver.query<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+        `SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
       // One transaction, one statement per slice of the list.
-      await driver.batch(chunks(unique).map((chunk) => ({
+      await driver.batch(chunks(unique, per).map((chunk) => ({
         sql: `UPDATE summaries SET stale = 1 WHERE conversation_id = ? AND id IN (${placeholders(chunk.length)})`, params: [conversationId, ...chunk] })));
       return counts.reduce((n, r) => n + Number(r.n ?? 0), 0);
     },

@@ -1,3 +1,4 @@
+import { inJsonLists, limitsOf } from '../storage/limits.js';
 import type { StorageDriver } from '../types.js';
 
 /** A text waiting for its vector. */
@@ -49,6 +50,7 @@ export const MAX_CHARS = 2000;
 
 /** SQL for embeddings: what is missing for a model, saving a batch in one transaction, loading a conversation's vectors. */
 export function createVectorStore(driver: StorageDriver) {
+  const limits = limitsOf(driver);
   /** How many of the conversation's turns are private. */
   const privateTurns = async (conversationId: string): Promise<number> => {
     const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns INDEXED BY turns_private WHERE conversation_id = ? AND private = 1', [conversationId]);
@@ -115,8 +117,8 @@ export function createVectorStore(driver: StorageDriver) {
     /** Of `rowids`, the summaries still stored. */
     async storedSummaries(conversationId: string, rowids: readonly number[]): Promise<Set<number>> {
       if (rowids.length === 0) return new Set();
-      const rows = await driver.query<{ rowid: number }>(
-        'SELECT rowid FROM summaries WHERE conversation_id = ? AND rowid IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(rowids)]);
+      const rows = await inJsonLists(rowids, limits, (json) => driver.query<{ rowid: number }>(
+        'SELECT rowid FROM summaries WHERE conversation_id = ? AND rowid IN (SELECT value FROM json_each(?))', [conversationId, json]));
       return new Set(rows.map((r) => Number(r.rowid)));
     },
 

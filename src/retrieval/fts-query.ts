@@ -25,12 +25,28 @@ export function queryTerms(text: string, max = 32): string[] {
 }
 
 /**
+ * The most UTF-8 bytes of a MATCH expression. It is one bound string, so the driver's string limit is what applies
+ * (2 MB at the edge, and never under MINIMUM_LIMITS' 64 KB), and a question's or a tool call's text is not bounded
+ * by it (maxMessageBytes may be raised, a tool's query is the model's): 32 terms of 128 bytes.
+ */
+export const MAX_MATCH_BYTES = 4096;
+
+/**
  * An FTS5 MATCH expression that ORs the terms; each is quoted so user text can never be read as FTS5 syntax
- * (`NEAR`, `*`, `:` and quotes are data here).
+ * (`NEAR`, `*`, `:` and quotes are data here). Terms that would take it past MAX_MATCH_BYTES are left out (a "word"
+ * that long is a blob, not something asked for by name).
  */
 export function ftsMatch(terms: readonly string[]): string | null {
-  if (terms.length === 0) return null;
-  return terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR ');
+  const quoted: string[] = [];
+  let bytes = 0;
+  for (const t of terms) {
+    const q = `"${t.replace(/"/g, '""')}"`;
+    const size = utf8.encode(q).length + (quoted.length > 0 ? 4 : 0);
+    if (bytes + size > MAX_MATCH_BYTES) continue;
+    quoted.push(q);
+    bytes += size;
+  }
+  return quoted.length > 0 ? quoted.join(' OR ') : null;
 }
 
 /**

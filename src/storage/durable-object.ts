@@ -1,5 +1,6 @@
 import { PagewiseError } from '../errors.js';
 import type { Row, SqlValue, Statement, StorageDriver } from '../types.js';
+import { DURABLE_OBJECT_LIMITS } from './limits.js';
 
 /** What the driver uses of a Durable Object's `ctx.storage` (structural: no dependency on workers-types). */
 export interface DurableObjectStorageLike {
@@ -65,6 +66,8 @@ export function durableObjectSql(storage: DurableObjectStorageLike): StorageDriv
   return {
     name: 'durable-object-sql',
     roundsLargeIntegers: true,
+    // SQLite there is built with low limits (100 parameters, 5 compound terms, 100 KB statements, 2 MB rows).
+    limits: DURABLE_OBJECT_LIMITS,
     query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
       ensureOpen();
       try {

@@ -197,6 +197,7 @@ function withOsErrors(driver: StorageDriver, vfs: VfsState): StorageDriver {
   };
   return {
     name: driver.name,
+    limits: driver.limits,
     query(sql, params) {
       const seq = vfs.lastError.seq;
       try { return driver.query(sql, params); } catch (e) { throw explain(e, seq); }

@@ -1,6 +1,7 @@
 import type { Database, PreparedStatement, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../errors.js';
-import type { Row, SqlValue, Statement, StorageDriver } from '../types.js';
+import type { Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../types.js';
+import { checkLimits } from './limits.js';
 
 /** Options of the sqlite-wasm driver. */
 export interface SqliteWasmOptions {
@@ -20,6 +21,12 @@ export interface SqliteWasmOptions {
    * OPFS pool as `filename` when no database of that name is there yet.
    */
   bytes?: Uint8Array;
+  /**
+   * Lower limits than the build's (32,766 parameters, 500 compound terms, 10⁹-byte statements and rows, 1,000
+   * function arguments), enforced by SQLite itself (`sqlite3_limit`): e.g. `DURABLE_OBJECT_LIMITS` to run against
+   * the edge's limits in Node. The driver declares what is in force.
+   */
+  limits?: Partial<StorageLimits>;
 }
 
 const MODULE = 'sqlite-wasm';
@@ -158,6 +165,7 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
   if (options.bytes !== undefined && !(options.bytes instanceof Uint8Array)) {
     throw new PagewiseError('INVALID_OPTIONS', MODULE, 'bytes must be a Uint8Array, as memory.exportDatabase() gives.');
   }
+  const limits = checkLimits(options.limits, MODULE, 'limits', true);
   const filename = options.filename ?? 'pagewise.sqlite3';
   const directory = options.directory ?? '.pagewise';
   return async () => {
@@ -179,8 +187,41 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
       onClose = () => { opened.pool.pauseVfs(); opened.release(); };
     }
     db.exec('PRAGMA foreign_keys = ON');
+    try {
+      lowerLimits(sqlite3, db, limits);
+    } catch (error) {
+      db.close();
+      onClose();
+      throw error;
+    }
     return createSqliteDriver(sqlite3, db, `sqlite-wasm:${vfs}`, onClose, vfs === 'opfs-sahpool' ? quotaCheck : undefined);
   };
+}
+
+// The SQLite limit (sqlite3_limit's id) behind each limit a driver declares.
+const LIMIT_IDS = {
+  maxRowBytes: 'SQLITE_LIMIT_LENGTH', maxStatementBytes: 'SQLITE_LIMIT_SQL_LENGTH', maxCompoundTerms: 'SQLITE_LIMIT_COMPOUND_SELECT',
+  maxFunctionArgs: 'SQLITE_LIMIT_FUNCTION_ARG', maxParams: 'SQLITE_LIMIT_VARIABLE_NUMBER',
+} as const satisfies Record<keyof StorageLimits, string>;
+
+/** Lowers the database's limits to `wanted`; a limit above the build's cannot be raised, and is refused. */
+function lowerLimits(sqlite3: Sqlite3Static, db: Database, wanted: Partial<StorageLimits>): void {
+  for (const [key, id] of Object.entries(LIMIT_IDS) as [keyof StorageLimits, (typeof LIMIT_IDS)[keyof StorageLimits]][]) {
+    const value = wanted[key];
+    if (value === undefined) continue;
+    const most = sqlite3.capi.sqlite3_limit(db.pointer!, sqlite3.capi[id], -1);
+    if (value > most) throw new PagewiseError('INVALID_OPTIONS', MODULE, `limits.${key} is ${value}, above this sqlite-wasm build's ${most}; a limit can only be lowered. Leave it out to keep ${most}.`);
+    sqlite3.capi.sqlite3_limit(db.pointer!, sqlite3.capi[id], value);
+  }
+}
+
+/** The limits in force on `db`, as SQLite reports them. */
+function limitsIn(sqlite3: Sqlite3Static, db: Database): StorageLimits {
+  const out = {} as StorageLimits;
+  for (const [key, id] of Object.entries(LIMIT_IDS) as [keyof StorageLimits, (typeof LIMIT_IDS)[keyof StorageLimits]][]) {
+    out[key] = sqlite3.capi.sqlite3_limit(db.pointer!, sqlite3.capi[id], -1);
+  }
+  return out;
 }
 
 const SQLITE_INTEGER = 1;
@@ -269,6 +310,7 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
   };
   return {
     name,
+    limits: Object.freeze(limitsIn(sqlite3, db)),
     query<T extends Row = Row>(sql: string, params?: readonly SqlValue[]): T[] {
       ensureOpen();
       const rows: Row[] = [];

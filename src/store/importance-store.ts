@@ -1,3 +1,4 @@
+import { inJsonLists, jsonLists, limitsOf } from '../storage/limits.js';
 import type { StorageDriver } from '../types.js';
 
 /**
@@ -5,6 +6,8 @@ import type { StorageDriver } from '../types.js';
  * a turn was recalled.
  */
 export function createImportanceStore(driver: StorageDriver) {
+  // Id lists go in as JSON (one parameter), in as many lists as the driver's string limit needs.
+  const limits = limitsOf(driver);
   return {
     async pin(conversationId: string, turnId: string, nowIso: string): Promise<void> {
       await driver.batch([{ sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [conversationId, turnId, nowIso] }]);
@@ -24,20 +27,21 @@ export function createImportanceStore(driver: StorageDriver) {
     /** Counts one more recall of each turn. */
     async recalled(conversationId: string, ids: readonly string[], nowMs: number): Promise<void> {
       if (ids.length === 0) return;
-      await driver.batch([{
+      // A repeated id counts once (IN), whichever list it falls in.
+      await driver.batch(jsonLists([...new Set(ids)], limits).map((json) => ({
         sql: `INSERT INTO turn_recalls (turn_rowid, recalls, last_ms)
               SELECT rowid, 1, ? FROM turns WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))
               ON CONFLICT (turn_rowid) DO UPDATE SET recalls = recalls + 1, last_ms = excluded.last_ms`,
-        params: [nowMs, conversationId, JSON.stringify(ids)],
-      }]);
+        params: [nowMs, conversationId, json],
+      })));
     },
 
     /** How often each turn was recalled (absent: never). */
     async recallCounts(conversationId: string, ids: readonly string[]): Promise<Map<string, number>> {
       if (ids.length === 0) return new Map();
-      const rows = await driver.query<{ id: string; recalls: number }>(
+      const rows = await inJsonLists([...new Set(ids)], limits, (json) => driver.query<{ id: string; recalls: number }>(
         `SELECT t.id AS id, r.recalls AS recalls FROM turns t JOIN turn_recalls r ON r.turn_rowid = t.rowid
-         WHERE t.conversation_id = ? AND t.id IN (SELECT value FROM json_each(?))`, [conversationId, JSON.stringify(ids)]);
+         WHERE t.conversation_id = ? AND t.id IN (SELECT value FROM json_each(?))`, [conversationId, json]));
       return new Map(rows.map((r) => [r.id, Number(r.recalls)]));
     },
   };

@@ -1,4 +1,5 @@
 import { PagewiseError } from '../errors.js';
+import { limitsOf } from '../storage/limits.js';
 import type { StorageDriver } from '../types.js';
 
 /**
@@ -214,6 +215,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Brings the database to SCHEMA_VERSION; refuses a database written by a newer pagewise. */
 export async function migrate(driver: StorageDriver): Promise<void> {
+  // A driver's declared limits are checked first: the stores size every statement to them.
+  limitsOf(driver);
   await driver.batch([{ sql: 'CREATE TABLE IF NOT EXISTS pagewise_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)' }]);
   const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'schema_version'");
   const current = rows.length > 0 ? Number(rows[0]!.value) : 0;

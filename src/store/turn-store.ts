@@ -1,5 +1,8 @@
-import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StoredTurn } from '../types.js';
+import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StorageLimits, StoredTurn } from '../types.js';
 import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
+import { PagewiseError } from '../errors.js';
+import { describe } from '../messages.js';
+import { IN_LIST_MAX, inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
 
 /** A stored turn with its row id (internal: the FTS index and derived tables key on it). */
 export interface TurnRecord extends StoredTurn {
@@ -79,10 +82,10 @@ export function placeholders(n: number): string {
 }
 
 /**
- * Values bound per `IN (…)` list: SQLite refuses a statement with more than 32,766 variables, and a caller's list
- * (message ids, a history) may be longer.
+ * Values bound per `IN (…)` list at most: a caller's list (message ids, a history) may be longer than a driver binds
+ * in one statement. The builders slice by `inListSize(limits, others)`, which is also under the driver's maxParams.
  */
-export const IN_CHUNK = 500;
+export const IN_CHUNK = IN_LIST_MAX;
 
 /** `values` in slices of at most `size` (one statement each). */
 export function chunks<T>(values: readonly T[], size = IN_CHUNK): T[][] {
@@ -98,8 +101,40 @@ export async function inChunks<T, R>(values: readonly T[], query: (chunk: T[]) =
   return out;
 }
 
+// A turn row's bytes besides its strings: the record header (a varint per column) and its integers, with room to spare.
+const ROW_OVERHEAD = 256;
+// What append writes besides the message: created_at and stored_at (ISO 8601), content_hash (SHA-256 in hex).
+const FIXED_TEXT = 24 + 24 + 64;
+
+/**
+ * The bytes of the row a message is stored as: its content as JSON, its text (content and tool calls again), its tool
+ * calls as JSON, ids and name, and the fixed columns. JSON escapes make this up to 7 times the text's bytes (a control
+ * character is 1 byte of text and 6 of JSON), which is why it is measured rather than derived from maxMessageBytes.
+ */
+export function turnRowBytes(conversationId: string, id: string, message: ChatMessage, text: string): number {
+  return ROW_OVERHEAD + FIXED_TEXT + utf8Bytes(conversationId) + utf8Bytes(id) + message.role.length + utf8Bytes(message.name ?? '')
+    + utf8Bytes(JSON.stringify(message.content ?? null)) + (message.toolCalls ? utf8Bytes(JSON.stringify(message.toolCalls)) : 0)
+    + utf8Bytes(message.toolCallId ?? '') + utf8Bytes(text);
+}
+
+/**
+ * MESSAGE_TOO_LARGE when a message's row would be over the driver's row limit (2 MB at the edge), else null. Checked
+ * where turns are written (append, and import's first step for every turn before it writes any), not by capping
+ * maxMessageBytes: that counts text, and the row may hold up to 7 times as much.
+ */
+export function turnRowError(limits: StorageLimits, driverName: string, conversationId: string, id: string, message: ChatMessage, text: string, path?: string): PagewiseError | null {
+  const bytes = turnRowBytes(conversationId, id, message, text);
+  if (bytes <= limits.maxRowBytes) return null;
+  return new PagewiseError('MESSAGE_TOO_LARGE', 'store',
+    `Message ${describe(id)} would be stored as a row of ${bytes} bytes (its content as JSON, its text and tool calls), over the ${limits.maxRowBytes}-byte row limit of the ${driverName} storage; nothing was stored. Split it into smaller messages or shorten its tool results.`,
+    path === undefined ? undefined : { path });
+}
+
 /** Every SQL statement pagewise runs on canonical turns, over any StorageDriver. */
 export function createTurnStore(driver: StorageDriver) {
+  const limits = limitsOf(driver);
+  // Values per IN list beside the one other parameter (conversation id, or encoding) each lookup binds.
+  const per = inListSize(limits, 1);
   const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
     (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
   // Turn count and speaker names of the most recently used conversations, kept current by append(): every question
@@ -121,6 +156,15 @@ export function createTurnStore(driver: StorageDriver) {
     const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
     return Number(rows[0]?.next ?? 0);
   };
+
+  /** Throws MESSAGE_TOO_LARGE, before anything is written, when a turn's row would be over the row limit. */
+  function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
+    for (const t of turns) {
+      const error = turnRowError(limits, driver.name, conversationId, t.id, t.message, t.text);
+      if (error) throw error;
+    }
+    return appendRows(conversationId, base, turns, countKey, nowIso);
+  }
 
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
@@ -153,17 +197,17 @@ export function createTurnStore(driver: StorageDriver) {
     },
 
     async bySeqs(conversationId: string, seqs: readonly number[]): Promise<TurnRecord[]> {
-      const rows = await inChunks(seqs, (chunk) => selectTurns(`conversation_id = ? AND seq IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]));
-      return seqs.length > IN_CHUNK ? rows.sort((a, b) => a.seq - b.seq) : rows;
+      const rows = await inChunks(seqs, (chunk) => selectTurns(`conversation_id = ? AND seq IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]), per);
+      return seqs.length > per ? rows.sort((a, b) => a.seq - b.seq) : rows;
     },
 
     byIds(conversationId: string, ids: readonly string[]): Promise<TurnRecord[]> {
-      return inChunks(ids, (chunk) => selectTurns(`conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+      return inChunks(ids, (chunk) => selectTurns(`conversation_id = ? AND id IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
     },
 
     async byHashes(conversationId: string, hashes: readonly string[]): Promise<TurnRecord[]> {
-      const rows = await inChunks(hashes, (chunk) => selectTurns(`conversation_id = ? AND content_hash IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]));
-      return hashes.length > IN_CHUNK ? rows.sort((a, b) => a.seq - b.seq) : rows;
+      const rows = await inChunks(hashes, (chunk) => selectTurns(`conversation_id = ? AND content_hash IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]), per);
+      return hashes.length > per ? rows.sort((a, b) => a.seq - b.seq) : rows;
     },
 
     /** BM25 over turn text and speaker names; higher `score` is better. */
@@ -215,7 +259,7 @@ export function createTurnStore(driver: StorageDriver) {
     /** Cached token counts for `rowids` in `encoding`. */
     async tokenCounts(rowids: number[], encoding: string): Promise<Map<number, number>> {
       const out = new Map<number, number>();
-      for (const chunk of chunks(rowids)) {
+      for (const chunk of chunks(rowids, per)) {
         const rows = await driver.query<{ turn_rowid: number; tokens: number }>(
           `SELECT turn_rowid, tokens FROM turn_tokens WHERE encoding = ? AND turn_rowid IN (${placeholders(chunk.length)})`, [encoding, ...chunk]);
         for (const r of rows) out.set(Number(r.turn_rowid), Number(r.tokens));
@@ -255,6 +299,9 @@ export function createTurnStore(driver: StorageDriver) {
     /** The statements that append `turns` from seq `base`, for a caller's own transaction (import). */
     appendStatements,
 
+    /** The limits the statements are sized to (the driver's, see limitsOf). */
+    limits,
+
     /** Drops what is cached of a conversation (its turns were removed or added outside append()). */
     uncache(conversationId: string): void {
       facts.delete(conversationId);
@@ -262,7 +309,7 @@ export function createTurnStore(driver: StorageDriver) {
   };
 }
 
-function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
+function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
   const statements: Statement[] = [
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },

@@ -1,5 +1,6 @@
 import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
-import { inChunks, placeholders } from '../store/turn-store.js';
+import { inJsonLists, inListSize, jsonLists, limitsOf } from '../storage/limits.js';
+import { chunks, inChunks, placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver } from '../types.js';
 
 /** A tagged unit: a user turn (`unitSeq`) and the replies that follow it, up to `endSeq`. */
@@ -64,6 +65,9 @@ const GAIN = `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq
 
 /** Every SQL statement of the turn tag index, aliases and term statistics. */
 export function createTagStore(driver: StorageDriver) {
+  const limits = limitsOf(driver);
+  // Values per IN list beside the conversation id (touch binds the time too).
+  const per = inListSize(limits, 2);
   // Units per conversation, read once and kept current by saveUnits() (the engine is the only writer); for the most
   // recently used conversations only.
   const unitCounts = new Lru<string, number>(CACHED_CONVERSATIONS);
@@ -97,14 +101,14 @@ export function createTagStore(driver: StorageDriver) {
      */
     async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string): Promise<string[]> {
       if (units.length === 0) return [];
-      const seqs = JSON.stringify(units.map((u) => u.unitSeq));
-      const known = new Set((await driver.query<{ unit_seq: number }>(
-        'SELECT unit_seq FROM units WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))', [conversationId, seqs]))
+      const seqs = units.map((u) => u.unitSeq);
+      const known = new Set((await inJsonLists(seqs, limits, (json) => driver.query<{ unit_seq: number }>(
+        'SELECT unit_seq FROM units WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))', [conversationId, json])))
         .map((r) => Number(r.unit_seq)));
       const before = new Map<number, Map<string, number>>();
-      for (const r of await driver.query<{ unit_seq: number; tag: string; related: number }>(
+      for (const r of await inJsonLists(seqs, limits, (json) => driver.query<{ unit_seq: number; tag: string; related: number }>(
         `SELECT unit_seq, tag, related FROM unit_tags INDEXED BY unit_tags_by_unit
-         WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))`, [conversationId, seqs])) {
+         WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))`, [conversationId, json]))) {
         const m = before.get(Number(r.unit_seq)) ?? new Map<string, number>();
         m.set(r.tag, Number(r.related));
         before.set(Number(r.unit_seq), m);
@@ -148,14 +152,14 @@ export function createTagStore(driver: StorageDriver) {
     /** Units carrying each of `tags` (a tag no unit carries is absent). */
     async tagUnits(conversationId: string, tags: readonly string[]): Promise<Map<string, number>> {
       const rows = await inChunks(tags, (chunk) => driver.query<{ tag: string; units: number }>(
-        `SELECT tag, units FROM tags WHERE conversation_id = ? AND tag IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+        `SELECT tag, units FROM tags WHERE conversation_id = ? AND tag IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
       return new Map(rows.map((r) => [r.tag, Number(r.units)]));
     },
 
     /** In how many turns of the conversation each term occurs (absent: never). */
     async termFrequencies(conversationId: string, terms: readonly string[]): Promise<Map<string, number>> {
       const rows = await inChunks(terms, (chunk) => driver.query<{ term: string; turns: number }>(
-        `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]));
+        `SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${placeholders(chunk.length)})`, [conversationId, ...chunk]), per);
       return new Map(rows.map((r) => [r.term, Number(r.turns)]));
     },
 
@@ -175,18 +179,37 @@ export function createTagStore(driver: StorageDriver) {
      */
     async matchUnits(conversationId: string, weights: ReadonlyMap<string, number>, limit: number, perTag = 128): Promise<{ unitSeq: number; endSeq: number; score: number; tags: string[] }[]> {
       if (weights.size === 0) return [];
-      // One bounded subquery per tag (their LIMITs are what keep it cheap), summed per unit; only `limit` rows return.
-      const tags = [...weights];
-      const parts = tags.map((_, i) => `SELECT * FROM (SELECT unit_seq, tag, related, ?${2 * i + 4} AS weight FROM unit_tags
-        WHERE conversation_id = ?1 AND tag = ?${2 * i + 5} ORDER BY unit_seq DESC LIMIT ?2)`);
-      const rows = await driver.query<{ unit_seq: number; end_seq: number; score: number; tags: string }>(
-        `WITH m AS (
-           SELECT unit_seq, SUM(weight * (CASE related WHEN 1 THEN 0.5 ELSE 1.0 END)) AS score, group_concat(tag, ' ') AS tags
-           FROM (${parts.join(' UNION ALL ')}) GROUP BY unit_seq ORDER BY score DESC, unit_seq DESC LIMIT ?3)
-         SELECT m.unit_seq AS unit_seq, n.end_seq AS end_seq, m.score AS score, m.tags AS tags
-         FROM m JOIN units n ON n.conversation_id = ?1 AND n.unit_seq = m.unit_seq ORDER BY m.score DESC, m.unit_seq DESC`,
-        [conversationId, perTag, limit, ...tags.flatMap(([tag, weight]) => [weight, tag])]);
-      return rows.map((r) => ({ unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq), score: Number(r.score), tags: r.tags.split(' ') }));
+      // The weighted tags are one JSON parameter read as a table (a compound SELECT per tag would need a term each:
+      // the edge allows 5). Each tag's latest `perTag` units are those from its perTag-th newest on: that seq is
+      // looked up once per tag (the subquery bounds the index range), so a tag on thousands of units costs perTag
+      // rows, as a LIMIT per tag did. Summed per unit; only `limit` rows return.
+      const order = new Map([...weights.keys()].map((t, i) => [t, i]));
+      const lists = jsonLists([...weights].map(([tag, weight]) => [tag, weight]), limits);
+      const byUnit = new Map<number, { unitSeq: number; endSeq: number; score: number; tags: string[] }>();
+      for (const json of lists) {
+        // Past the row limit the list is split (tens of thousands of tags): then every unit's parts are summed here.
+        const rows = await driver.query<{ unit_seq: number; end_seq: number; score: number; tags: string }>(
+          `WITH w AS (SELECT json_extract(value, '$[0]') AS tag, json_extract(value, '$[1]') AS weight FROM json_each(?4)),
+           m AS (
+             SELECT u.unit_seq AS unit_seq, SUM(w.weight * (CASE u.related WHEN 1 THEN 0.5 ELSE 1.0 END)) AS score, group_concat(u.tag, ' ') AS tags
+             FROM w CROSS JOIN unit_tags u
+             WHERE u.conversation_id = ?1 AND u.tag = w.tag AND u.unit_seq >= COALESCE((SELECT x.unit_seq FROM unit_tags x
+               WHERE x.conversation_id = ?1 AND x.tag = w.tag ORDER BY x.unit_seq DESC LIMIT 1 OFFSET ?2 - 1), -1)
+             GROUP BY u.unit_seq ORDER BY score DESC, u.unit_seq DESC LIMIT ?3)
+           SELECT m.unit_seq AS unit_seq, n.end_seq AS end_seq, m.score AS score, m.tags AS tags
+           FROM m JOIN units n ON n.conversation_id = ?1 AND n.unit_seq = m.unit_seq ORDER BY m.score DESC, m.unit_seq DESC`,
+          [conversationId, perTag, lists.length === 1 ? limit : -1, json]);
+        for (const r of rows) {
+          const unitSeq = Number(r.unit_seq);
+          const seen = byUnit.get(unitSeq);
+          if (seen) { seen.score += Number(r.score); seen.tags.push(...r.tags.split(' ')); }
+          else byUnit.set(unitSeq, { unitSeq, endSeq: Number(r.end_seq), score: Number(r.score), tags: r.tags.split(' ') });
+        }
+      }
+      const out = [...byUnit.values()];
+      // In the order the weights were given (a group's order is SQLite's).
+      for (const u of out) u.tags.sort((a, b) => (order.get(a) ?? order.size) - (order.get(b) ?? order.size));
+      return lists.length === 1 ? out : out.sort((a, b) => b.score - a.score || b.unitSeq - a.unitSeq).slice(0, limit);
     },
 
     /** The tags most often found on the same units as `tag`, over its latest `window` units. */
@@ -204,11 +227,11 @@ export function createTagStore(driver: StorageDriver) {
     async unitOf(conversationId: string, seqs: readonly number[]): Promise<Map<number, { unitSeq: number; endSeq: number }>> {
       const out = new Map<number, { unitSeq: number; endSeq: number }>();
       if (seqs.length === 0) return out;
-      const rows = await driver.query<{ seq: number; unit_seq: number | null; end_seq: number | null }>(
+      const rows = await inJsonLists(seqs, limits, (json) => driver.query<{ seq: number; unit_seq: number | null; end_seq: number | null }>(
         `SELECT s.value AS seq, u.unit_seq AS unit_seq, u.end_seq AS end_seq FROM json_each(?) s
          LEFT JOIN units u ON u.conversation_id = ? AND u.unit_seq =
            (SELECT MAX(unit_seq) FROM units WHERE conversation_id = ? AND unit_seq <= s.value)`,
-        [JSON.stringify(seqs), conversationId, conversationId]);
+        [json, conversationId, conversationId]));
       for (const r of rows) if (r.unit_seq !== null && Number(r.seq) <= Number(r.end_seq)) out.set(Number(r.seq), { unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq) });
       return out;
     },
@@ -217,11 +240,11 @@ export function createTagStore(driver: StorageDriver) {
     async tagsOf(conversationId: string, unitSeqs: readonly number[]): Promise<Map<number, { tags: string[]; related: string[] }>> {
       const out = new Map<number, { tags: string[]; related: string[] }>();
       if (unitSeqs.length === 0) return out;
-      const rows = await driver.query<{ unit_seq: number; tag: string; related: number }>(
+      const rows = await inJsonLists(unitSeqs, limits, (json) => driver.query<{ unit_seq: number; tag: string; related: number }>(
         // Without statistics the planner would walk the primary key (by tag) of every row of the conversation.
         `SELECT unit_seq, tag, related FROM unit_tags INDEXED BY unit_tags_by_unit
          WHERE conversation_id = ? AND unit_seq IN (SELECT value FROM json_each(?))`,
-        [conversationId, JSON.stringify(unitSeqs)]);
+        [conversationId, json]));
       for (const r of rows) {
         const entry = out.get(Number(r.unit_seq)) ?? { tags: [], related: [] };
         out.set(Number(r.unit_seq), entry);
@@ -268,7 +291,8 @@ export function createTagStore(driver: StorageDriver) {
     /** Marks tags as used now (a question matched them). */
     async touch(conversationId: string, tags: readonly string[], nowIso: string): Promise<void> {
       if (tags.length === 0) return;
-      await driver.batch([{ sql: `UPDATE tags SET last_used = ? WHERE conversation_id = ? AND tag IN (${placeholders(tags.length)})`, params: [nowIso, conversationId, ...tags] }]);
+      await driver.batch(chunks(tags, per).map((chunk) => (
+        { sql: `UPDATE tags SET last_used = ? WHERE conversation_id = ? AND tag IN (${placeholders(chunk.length)})`, params: [nowIso, conversationId, ...chunk] })));
     },
 
     /**

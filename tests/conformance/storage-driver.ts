@@ -2,6 +2,7 @@ import { migrate, SCHEMA_VERSION } from '../../src/store/schema.js';
 import type { StorageDriver } from '../../src/types.js';
 import { equal, ok, rejectsWith } from './assert.js';
 import { hostileStrings, hostileTwins, utf8Hex, visible } from './hostile-text.js';
+import { storageLimitCases } from './storage-limits.js';
 
 /** One conformance case: gets a fresh, empty driver. */
 export interface DriverCase {
@@ -10,10 +11,11 @@ export interface DriverCase {
 }
 
 /**
- * The StorageDriver conformance suite. Every driver runs it: sqlite-wasm in memory (Node), sqlite-wasm on OPFS
- * inside a real Worker (Chromium), Durable Object SQL (workerd, with the edge issue).
+ * The StorageDriver conformance suite. Every driver runs it: sqlite-wasm in memory (Node, with its build's limits and
+ * with the edge's), sqlite-wasm on OPFS inside a real Worker (Chromium), Durable Object SQL (workerd, with the edge
+ * issue). The cases of storage-limits.ts hold each driver to the limits it declares.
  */
-export const storageDriverCases: DriverCase[] = [
+const driverCases: DriverCase[] = [
   {
     name: 'round-trips every value type',
     async run(d) {
@@ -175,3 +177,5 @@ export const storageDriverCases: DriverCase[] = [
     },
   },
 ];
+
+export const storageDriverCases: DriverCase[] = [...driverCases, ...storageLimitCases];

@@ -21,6 +21,7 @@ function wrapped(driver: StorageDriver): StorageDriver & { failAfterCommit: null
     failAfterCommit: null,
     queries: [],
     name: driver.name,
+    ...(driver.limits ? { limits: driver.limits } : {}),
     query: (sql, params) => { self.queries.push(sql); return driver.query(sql, params); },
     batch: async (statements) => {
       const fail = self.failAfterCommit;
