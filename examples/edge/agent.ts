@@ -1,12 +1,15 @@
 // pagewise inside a Cloudflare Agents SDK Agent (an Agent is a Durable Object: its SQLite holds the agent's own
-// tables and pagewise's side by side). Add it to wrangler.jsonc as another durable object class to try it.
-import { Agent } from 'agents';
+// tables and pagewise's side by side). Run it: npx wrangler dev -c wrangler.agent.jsonc, then
+// POST /agents/chat-agent/<conversation> {"message":"…"} (routeAgentRequest: the class's name in kebab case, then the
+// agent's name, here the conversation). No authentication here: put your own in front before deploying it.
+import { Agent, routeAgentRequest } from 'agents';
 import { createMemory, durableObjectSql, edgeEmbedder, type Memory } from 'pagewise/edge';
 
 interface Env {
   AI?: unknown;
   UPSTREAM_URL: string;
-  UPSTREAM_KEY: string;
+  /** A secret: `npx wrangler secret put UPSTREAM_KEY` (or .dev.vars locally). */
+  UPSTREAM_KEY?: string;
 }
 
 export class ChatAgent extends Agent<Env> {
@@ -25,7 +28,7 @@ export class ChatAgent extends Agent<Env> {
     const ctx = await memory.onMessageInbound({ conversationId, message: user });
     const upstream = await fetch(`${this.env.UPSTREAM_URL}/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.env.UPSTREAM_KEY}` },
+      headers: { 'content-type': 'application/json', ...(this.env.UPSTREAM_KEY ? { authorization: `Bearer ${this.env.UPSTREAM_KEY}` } : {}) },
       body: JSON.stringify({ model: 'gpt-4.1-mini', messages: [{ role: 'system', content: ctx.prependText }, ...ctx.messages] }),
     });
     const reply = (await upstream.json() as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
@@ -34,3 +37,9 @@ export class ChatAgent extends Agent<Env> {
     return Response.json({ reply, recalled: ctx.manifest.filter((e) => e.kind === 'recall').map((e) => e.sourceIds) });
   }
 }
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    return (await routeAgentRequest(request, env as never)) ?? new Response('Not found', { status: 404 });
+  },
+};
