@@ -16,8 +16,12 @@ import type { CompactionReport, Summary, Tokenizer } from './types.js';
 const MODULE = 'engine';
 
 export interface HierarchyDeps {
-  /** The engine's queue: one storage operation at a time. */
+  /** An exclusive slot of the engine's scheduler (waits for every earlier call, holds back every later one). */
   serial: Atomic;
+  /** A conversation's slots: wait only for earlier calls on that conversation. */
+  keyed(conversationId: string): Atomic;
+  /** A call on the conversation `read` names (caller input read once, before the call is queued). */
+  on<T>(read: () => string, fn: (conversationId: string) => Promise<T>): Promise<T>;
   index: TagIndex;
   compactor: Compactor;
   summaries: SummaryStore;
@@ -39,16 +43,19 @@ type HierarchyMethods = Pick<Memory, 'compact' | 'flush' | 'summaries' | 'regene
 
 /** The memory hierarchy's side of the Memory API: compaction by hand, summaries, pins, memory tools, the ledger. */
 export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
-  const { serial, index, compactor, summaries, importance, ledger, tokenizer, background, reports } = d;
+  const { serial, keyed, on, index, compactor, summaries, importance, ledger, tokenizer, background, reports } = d;
   const store = d.turns;
   const tagStore = d.tags;
   return {
     compact(conversationId) {
-      return serial(async () => validateConversationId(conversationId)).then(async (id) => {
-        await serial(() => index.indexNew(id, new Date().toISOString()));
-        const report = await compactor.compact(id, 'manual', serial, background.signal);
+      // The conversation's key step by step: its summaries are written between other calls on it, and calls on
+      // other conversations never wait for its summarizer.
+      return on(() => validateConversationId(conversationId), async (id) => id).then(async (id) => {
+        const atomic = keyed(id);
+        await atomic(() => index.indexNew(id, new Date().toISOString()));
+        const report = await compactor.compact(id, 'manual', atomic, background.signal);
         d.embedLater(id);
-        await serial(() => ledger.flush()).catch(() => undefined);
+        await atomic(() => ledger.flush()).catch(() => undefined);
         return report;
       });
     },
@@ -60,9 +67,8 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       return reports.splice(0);
     },
 
-    summaries(conversationId, filterArg) {
-      return serial(async () => {
-        validateConversationId(conversationId);
+    summaries(id, filterArg) {
+      return on(() => validateConversationId(id), async (conversationId) => {
         const filter = optionalObject(filterArg, 'filter') as { kind?: Summary['kind'] };
         if (filter.kind !== undefined && !['segment', 'rollup', 'master', 'tag'].includes(filter.kind)) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".');
@@ -71,10 +77,10 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       });
     },
 
-    regenerateSummaries(conversationId, optionsArg) {
+    regenerateSummaries(id, optionsArg) {
       let options: { ids?: string[]; lazy?: boolean } = {};
-      return serial(async () => {
-        validateConversationId(conversationId);
+      let conversationId = '';
+      return on(() => (conversationId = validateConversationId(id)), async () => {
         options = optionalObject(optionsArg, 'options');
         const ids = options.ids === undefined ? undefined : readArray(options.ids, 'options.ids', 'INVALID_ARGUMENT', MODULE);
         if (options.ids !== undefined && (!ids || ids.length > 10_000)) {
@@ -89,18 +95,18 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
         return marked;
       }).then(async (marked) => {
         if (options.lazy) return { regenerated: 0, marked };
-        const targets = await serial(() => summaries.list(conversationId));
+        const atomic = keyed(conversationId);
+        const targets = await atomic(() => summaries.list(conversationId));
         const chosen = targets.filter((x) => x.stale && (options.ids === undefined || options.ids.includes(x.id)));
-        const regenerated = await compactor.regenerate(conversationId, chosen, serial, background.signal);
+        const regenerated = await compactor.regenerate(conversationId, chosen, atomic, background.signal);
         d.embedLater(conversationId);
-        await serial(() => ledger.flush());
+        await atomic(() => ledger.flush());
         return { regenerated, marked };
       });
     },
 
-    pin(conversationId, messageId) {
-      return serial(async () => {
-        validateConversationId(conversationId);
+    pin(conversation, messageId) {
+      return on(() => validateConversationId(conversation), async (conversationId) => {
         const id = checkId(messageId, 'messageId');
         if ((await store.byIds(conversationId, [id])).length === 0) {
           throw new PagewiseError('NOT_FOUND', MODULE, `No message ${describe(id)} is stored in conversation ${describe(conversationId)}; pin ids from report.storedIds or memory.turns().`);
@@ -108,26 +114,25 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
         await importance.pin(conversationId, id, new Date().toISOString());
       });
     },
-    unpin: (conversationId, messageId) => serial(async () => importance.unpin(validateConversationId(conversationId), checkId(messageId, 'messageId'))),
-    pins: (conversationId) => serial(async () => importance.pinned(validateConversationId(conversationId))),
+    unpin: (conversation, messageId) => on(() => validateConversationId(conversation), async (conversationId) => importance.unpin(conversationId, checkId(messageId, 'messageId'))),
+    pins: (conversation) => on(() => validateConversationId(conversation), (conversationId) => importance.pinned(conversationId)),
 
     tools: () => Promise.resolve(memoryTools()),
 
     callTool(name, args, context) {
-      return serial(async () => {
-        const ctx = checkObject(context, 'callTool(name, args, context)');
-        const conversationId = validateConversationId(ctx.conversationId);
+      return on(() => validateConversationId(checkObject(context, 'callTool(name, args, context)').conversationId), async (conversationId) => {
         if (typeof name !== 'string') throw new PagewiseError('UNKNOWN_TOOL', MODULE, `The tool name must be a string (got ${describe(name)}).`);
         return runTool({ turns: store, tags: tagStore, summaries, tokenizer: await tokenizer() }, conversationId, name, args);
       });
     },
 
     costReport(conversationId) {
-      return serial(async () => {
-        if (conversationId !== undefined) validateConversationId(conversationId);
+      const report = async (id?: string) => {
         await ledger.flush();
-        return ledger.report(conversationId);
-      });
+        return ledger.report(id);
+      };
+      // All conversations' usage: exclusive, like every call that spans conversations.
+      return conversationId === undefined ? serial(() => report()) : on(() => validateConversationId(conversationId), report);
     },
   };
 }

@@ -7,7 +7,7 @@ import type { Ledger } from './llm/ledger.js';
 import { openaiCompatible } from './llm/openai-compatible.js';
 import type { ResolvedOptions } from './options.js';
 import type { TurnStore } from './store/turn-store.js';
-import type { ChatMessage, LlmProvider, StorageDriver, Summarizer, Tokenizer } from './types.js';
+import type { ChatMessage, LlmProvider, MaybePromise, SqlValue, Statement, StorageDriver, Summarizer, Tokenizer } from './types.js';
 
 const MODULE = 'engine';
 
@@ -92,4 +92,38 @@ export async function newTurns(store: TurnStore, conversationId: string, all: Ch
     out.push({ message, hash });
   });
   return out;
+}
+
+/**
+ * The driver as the engine uses it: while a batch answered with a promise is under way, every later statement
+ * (query or batch) waits for it, in order. Calls of different conversations interleave at awaits; a driver whose
+ * transaction spans awaits (BEGIN, awaited statements, COMMIT on one connection) must not get another call's
+ * statements inside it. The bundled drivers answer synchronously and pass straight through.
+ */
+export function gateBatches(driver: StorageDriver): StorageDriver {
+  let tail: Promise<void> | null = null;
+  const hold = (p: Promise<unknown>): void => {
+    const t = p.then(() => undefined, () => undefined);
+    tail = t;
+    void t.then(() => { if (tail === t) tail = null; });
+  };
+  const call = <T>(fn: () => MaybePromise<T>, isBatch: boolean): MaybePromise<T> => {
+    if (tail !== null) {
+      const p = tail.then(fn);
+      hold(p);
+      return p;
+    }
+    const result = fn();
+    if (isBatch && result instanceof Promise) hold(result);
+    return result;
+  };
+  // Everything else a driver says of itself (name, limits, roundsLargeIntegers, …) is read through to it.
+  const gated: StorageDriver = Object.create(driver);
+  Object.assign(gated, {
+    query: (sql: string, params?: readonly SqlValue[]) => call(() => driver.query(sql, params), false),
+    batch: (statements: readonly Statement[]) => call(() => driver.batch(statements), true),
+    close: () => driver.close(),
+  });
+  if (driver.export) gated.export = () => call(() => driver.export!(), false);
+  return gated;
 }

@@ -5,7 +5,7 @@ import { stemsOf } from './assembly/passages.js';
 import { workingView } from './assembly/working-view.js';
 import { type Atomic, createCompactor } from './compaction/compactor.js';
 import { createSummaryStore } from './compaction/summary-store.js';
-import { checkObject, makeLlm, makeSummarizer, newTurns, openStorage, optionalObject } from './engine-support.js';
+import { checkObject, gateBatches, makeLlm, makeSummarizer, newTurns, openStorage, optionalObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import { createLedger } from './llm/ledger.js';
 import { hierarchyApi } from './engine-hierarchy.js';
@@ -34,6 +34,7 @@ import { type NewTurn, createTurnStore, publicTurn } from './store/turn-store.js
 import { CACHED_CONVERSATIONS, Lru } from './cache.js';
 import { countCacheKey } from './tokens/chat-format.js';
 import { createTokenizer } from './tokens/tokenizer.js';
+import { createScheduler, schedulerModeOf } from './scheduler.js';
 import type { Memory } from './memory.js';
 import type { CompactionReport, MemoryOptions, Summary, Tagger, Tokenizer } from './types.js';
 
@@ -54,7 +55,7 @@ const RECALL_HITS = 16;
  */
 export async function createMemory(options: MemoryOptions = {}): Promise<Memory> {
   const opts = resolveOptions(options);
-  const driver = await openStorage(opts);
+  const driver = gateBatches(await openStorage(opts));
   try {
     await migrate(driver);
   } catch (cause) {
@@ -76,16 +77,25 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   let tokenizerPromise: Promise<Tokenizer> | undefined;
   const tokenizer = () => (tokenizerPromise ??= createTokenizer({ tokenizer: opts.tokenizer, encoding: opts.encoding, margin: opts.margin }));
   let closed = false;
-  // One operation at a time: SQLite is single-threaded and a batch must not interleave with another's reads.
-  let queue: Promise<unknown> = Promise.resolve();
-  const resume = <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = queue.then(fn, fn);
-    queue = run.catch(() => undefined);
-    return run;
-  };
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (closed) return Promise.reject(new PagewiseError('ENGINE_CLOSED', MODULE, 'This memory is closed; create a new one with createMemory() (or connect()).'));
-    return resume(fn);
+  // Calls on one conversation run one at a time, in order; calls on different conversations interleave at their
+  // awaits; what spans conversations runs alone. The rule, and why it is safe, is at createScheduler.
+  const scheduler = createScheduler(schedulerModeOf(options));
+  const refused = () => Promise.reject(new PagewiseError('ENGINE_CLOSED', MODULE, 'This memory is closed; create a new one with createMemory() (or connect()).'));
+  // Exclusive, also while closing: the later slots of an import already admitted.
+  const resume = <T>(fn: () => Promise<T>): Promise<T> => scheduler.run(null, fn);
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => (closed ? refused() : resume(fn));
+  // One conversation's slots (background work takes them step by step).
+  const keyed = (conversationId: string): Atomic => (fn) => (closed ? refused() : scheduler.run(conversationId, fn));
+  // A call on the conversation `read` names: read (caller input, once) before it is queued, so it can take that key.
+  const on = <T>(read: () => string, fn: (conversationId: string) => Promise<T>): Promise<T> => {
+    if (closed) return refused();
+    let conversationId: string;
+    try {
+      conversationId = read();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return scheduler.run(conversationId, () => fn(conversationId));
   };
   // An import runs in many slots of the queue; close() lets one already admitted finish (or undo itself) first.
   const imports = new Set<Promise<unknown>>();
@@ -94,7 +104,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const reports: CompactionReport[] = [];
   const semantic = createSemantic({
     driver, embedder: makeEmbedder(opts, opts.onModelProgress), implicit: opts.embedderImplicit, threshold: opts.similarityThreshold,
-    background, serial, onProgress: opts.onEmbeddingProgress,
+    background, serial: (fn, conversationId) => keyed(conversationId)(fn), onProgress: opts.onEmbeddingProgress,
   });
   if (opts.preloadEmbedder) semantic.warm();
   const taggers: Tagger[] = opts.tagger === 'keyword' ? [keyword]
@@ -112,22 +122,25 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       summaryTokens: opts.summaryTokens,
     },
   });
+  // Background work of a conversation takes its key step by step (never the exclusive slot), in its own lane.
   const compactLater = (conversationId: string): void => {
+    const atomic = keyed(conversationId);
     background.later(`compact:${conversationId}`, async () => {
-      const report = await compactor.compact(conversationId, 'soft', serial, background.signal);
+      const report = await compactor.compact(conversationId, 'soft', atomic, background.signal);
       if (report) reports.push(report);
       // New summaries wait for their vectors like turns do (flush() returns once they have them).
       semantic.schedule(conversationId);
-      await serial(() => ledger.flush()).catch(() => undefined);
-    });
+      await atomic(() => ledger.flush()).catch(() => undefined);
+    }, conversationId);
   };
   const regenerateLater = (conversationId: string, stale: readonly Summary[]): void => {
+    const atomic = keyed(conversationId);
     background.later(`regenerate:${conversationId}`, async () => {
-      const fresh = await serial(() => summaryStore.byIds(conversationId, stale.map((x) => x.id)));
-      await compactor.regenerate(conversationId, fresh.filter((x) => x.stale), serial, background.signal).catch(() => 0);
+      const fresh = await atomic(() => summaryStore.byIds(conversationId, stale.map((x) => x.id)));
+      await compactor.regenerate(conversationId, fresh.filter((x) => x.stale), atomic, background.signal).catch(() => 0);
       semantic.schedule(conversationId);
-      await serial(() => ledger.flush()).catch(() => undefined);
-    });
+      await atomic(() => ledger.flush()).catch(() => undefined);
+    }, conversationId);
   };
 
   const hintFor = async (conversationId: string, tok: Tokenizer): Promise<string> => {
@@ -156,9 +169,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
 
   return {
     onMessageInbound(input) {
-      return serial(async () => {
-        const args = checkObject(input, 'onMessageInbound');
-        const conversationId = validateConversationId(args.conversationId);
+      let args: Record<string, unknown>;
+      return on(() => validateConversationId((args = checkObject(input, 'onMessageInbound')).conversationId), async (conversationId) => {
         const message = validateMessage(args.message, 'message', opts.maxMessageBytes);
         const history = args.history === undefined ? undefined : readArray(args.history, 'history');
         if (args.history !== undefined && !history) {
@@ -258,9 +270,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     },
 
     onTurnComplete(input) {
-      return serial(async () => {
-        const args = checkObject(input, 'onTurnComplete');
-        const conversationId = validateConversationId(args.conversationId);
+      let args: Record<string, unknown>;
+      return on(() => validateConversationId((args = checkObject(input, 'onTurnComplete')).conversationId), async (conversationId) => {
         const list = readArray(args.messages, 'messages');
         if (!list || list.length === 0) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `messages must be a non-empty array of the turn's messages (got ${describe(args.messages)}).`, { path: 'messages' });
@@ -316,9 +327,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       return serial(() => store.conversations());
     },
 
-    turns(conversationId, range) {
-      return serial(async () => {
-        validateConversationId(conversationId);
+    turns(id, range) {
+      return on(() => validateConversationId(id), async (conversationId) => {
         const { from = 0, limit = 1000 } = optionalObject(range, 'range') as { from?: unknown; limit?: unknown };
         if (!(await store.conversation(conversationId))) {
           throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
@@ -330,15 +340,13 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       });
     },
 
-    tags(conversationId) {
-      return serial(async () => {
-        validateConversationId(conversationId);
-        return tagStore.vocabulary(conversationId);
-      });
+    tags(id) {
+      return on(() => validateConversationId(id), (conversationId) => tagStore.vocabulary(conversationId));
     },
 
     aliases: {
-      // Arguments are checked by the canonicalizer, inside the queue: a bad one is a rejected promise.
+      // Arguments are checked by the canonicalizer, inside the queue: a bad one is a rejected promise. Exclusive: the
+      // scope is only known once the canonicalizer has read it, and a global alias changes every conversation.
       add: (alias, tag, scope) => serial(async () => {
         const added = await canonicalizer.add(alias, tag, scope, new Date().toISOString());
         if (added.conversationId === null) hints.clear();
@@ -350,9 +358,9 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       suggest: (limit, scope) => serial(() => canonicalizer.suggest(limit, scope)),
     },
 
-    embeddingStatus(conversationId) {
-      return serial(async () => {
-        const status = await semantic.status(validateConversationId(conversationId));
+    embeddingStatus(id) {
+      return on(() => validateConversationId(id), async (conversationId) => {
+        const status = await semantic.status(conversationId);
         // Asking is a sign of interest: vectors a reload left missing are queued (as a first question would).
         if (status.embedded < status.total) semantic.touch(conversationId);
         return status;
@@ -369,16 +377,15 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       return run;
     },
 
-    ...hierarchyApi({ serial, index, compactor, embedLater: semantic.schedule, modelSettled: semantic.settled, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
+    ...hierarchyApi({ serial, keyed, on, index, compactor, embedLater: semantic.schedule, modelSettled: semantic.settled, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
 
     async close() {
       if (closed) return;
-      const pending = queue;
       closed = true;
       await background.stop(new PagewiseError('ENGINE_CLOSED', MODULE, 'The memory was closed.'));
       await Promise.allSettled(imports);
-      await pending;
-      await queue;
+      // Every call admitted before (and every slot of an import admitted before) has ended.
+      await resume(async () => undefined);
       await ledger.flush().catch(() => undefined);
       await driver.close();
     },

@@ -9,7 +9,8 @@ import { type SearchFilter, type VectorHit, type VectorIndex, createVectorIndex 
 import { MAX_CHARS, type PendingText, createVectorStore, normalize } from './vector-store.js';
 import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
 
-type Serial = <T>(fn: () => Promise<T>) => Promise<T>;
+/** A slot of the engine's scheduler on the conversation's key (calls on other conversations do not wait for it). */
+type Serial = <T>(fn: () => Promise<T>, conversationId: string) => Promise<T>;
 
 // Conversations whose vectors are held in memory at once.
 const MAX_INDEXES = 8;
@@ -44,10 +45,11 @@ export function createSemantic(deps: {
   implicit: boolean;
   threshold: number | undefined;
   background: Background;
+  /** The job takes its conversation's slots one storage step at a time. */
   serial: Serial;
   onProgress?: (p: EmbeddingProgress) => void;
 }) {
-  const { embedder, background, serial } = deps;
+  const { embedder, background } = deps;
   // Only a model on this device is given private messages (an embedder that does not say it is local is remote).
   const local = embedder?.local === true;
   const store = createVectorStore(deps.driver);
@@ -90,6 +92,7 @@ export function createSemantic(deps: {
   const job = (conversationId: string) => async (): Promise<void> => {
     if (!embedder || loadFailure) return;
     if (!(await loaded())) return;
+    const serial = <T>(fn: () => Promise<T>) => deps.serial(fn, conversationId);
     for (let b = 0; b < BATCHES_PER_JOB; b++) {
       if (background.signal.aborted) return;
       const batch: PendingText[] = await serial(() => store.pending(conversationId, embedder.modelId, embedder.maxBatchSize, local));
@@ -148,7 +151,7 @@ export function createSemantic(deps: {
 
   function schedule(conversationId: string): void {
     if (!embedder || loadFailure) return;
-    background.later(`embed:${conversationId}`, job(conversationId));
+    background.later(`embed:${conversationId}`, job(conversationId), conversationId);
   }
 
   return {
