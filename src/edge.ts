@@ -65,6 +65,26 @@ export interface PagewiseMemoryOptions extends Omit<MemoryOptions, 'storage'> {
    * `idFromName(conversationId)`); any other is refused. `user`: any number of conversations (route by user).
    */
   scope?: 'conversation' | 'user';
+  /**
+   * The most turns one `import` call may carry (default 10,000). An object has 30 s of CPU per request by default:
+   * measured in workerd, 2,000 turns take 0.64 s and 50,000 in one call 56 s, over the limit. A larger import is
+   * refused before anything is written: import one conversation per call, and a longer conversation's first turns
+   * only, then append the rest with `onTurnComplete` in batches (ids and `createdAt` are kept) and its pins with `pin`.
+   */
+  maxImportTurns?: number;
+}
+
+const MAX_IMPORT_TURNS = 10_000;
+
+/** Refuses an import whose turns, over all its conversations, are more than one call may carry at the edge. */
+function checkImportSize(args: readonly unknown[], max: number): void {
+  const field = (value: unknown, key: string, at: string) => readRecord(value, at, 'INVALID_ARGUMENT', 'edge')?.[key];
+  const list = readArray(field(args[0], 'conversations', 'data'), 'data.conversations', 'INVALID_ARGUMENT', 'edge') ?? [];
+  let turns = 0;
+  list.forEach((c, i) => { turns += readArray(field(c, 'turns', `data.conversations[${i}]`), `data.conversations[${i}].turns`, 'INVALID_ARGUMENT', 'edge')?.length ?? 0; });
+  if (turns > max) {
+    throw new PagewiseError('INVALID_ARGUMENT', 'edge', `This import carries ${turns} turns; one call may carry at most ${max} at the edge (30 s of CPU per request). Import one conversation per call, and of a longer one its first ${max} turns, then append the rest with onTurnComplete in batches (ids and createdAt are kept) and its pins with pin(); or raise maxImportTurns in options().`, { path: 'data.conversations' });
+  }
 }
 
 /**
@@ -90,7 +110,7 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
 
   #open(): Promise<Memory> {
     if (!this.#memory) {
-      const { scope: _scope, ...options } = this.options(this.env);
+      const { scope: _scope, maxImportTurns: _max, ...options } = this.options(this.env);
       // No Node model threads here: without an embedder given, memory runs on tags and full-text search.
       this.#memory = createMemory({ embedder: false, ...options, storage: durableObjectSql(this.ctx.storage) });
       this.#memory.catch(() => { this.#memory = undefined; });
@@ -123,6 +143,7 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   async call(path: MethodPath, args: unknown[]): Promise<unknown> {
     try {
       this.#check(path, args);
+      if (path[0] === 'import') checkImportSize(args, this.options(this.env).maxImportTurns ?? MAX_IMPORT_TURNS);
       const memory = await this.#open();
       const target = path.length === 2 ? (memory.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[1]]!
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[0]]!;

@@ -124,6 +124,17 @@ describe('PagewiseMemory: the engine in a Durable Object, over Workers RPC', () 
     expect((await call('c5', 'aliases.add', { conversationId: 'c5' }, 'garden', { conversationId: 'c6' })).error).toMatchObject({ code: 'INVALID_CONVERSATION_ID' });
   });
 
+  it('an import larger than one call may carry at the edge (30 s of CPU) is refused whole, saying how to split it', async () => {
+    const turns = Array.from({ length: 10_001 }, (_, i) => ({ id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: `note ${i}`, createdAt: '2026-01-01T00:00:00Z' }));
+    const big = { format: 'pagewise', version: 1, exportedAt: '2026-01-01T00:00:00Z', aliases: [], conversations: [{ id: 'c7', turns }] };
+    const refused = await call('c7', 'import', big);
+    expect(refused.error).toMatchObject({ name: 'PagewiseError', code: 'INVALID_ARGUMENT', path: 'data.conversations' });
+    expect(refused.error!.message).toMatch(/at most 10000 .*onTurnComplete/);
+    expect((await call('c7', 'turns', 'c7')).error).toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
+    const fits = { ...big, conversations: [{ id: 'c7', turns: turns.slice(0, 10_000) }] };
+    expect((await call('c7', 'import', fits)).value).toMatchObject({ turns: 10_000 });
+  });
+
   it('per user: one object, several conversations', async () => {
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/1', messages: turn(1) });
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/2', messages: turn(2) });
