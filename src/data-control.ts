@@ -6,6 +6,7 @@ import { importApi } from './data-import.js';
 import { describe, readArray, validateConversationId } from './messages.js';
 import { inListSize } from './storage/limits.js';
 import { MIGRATIONS } from './store/schema.js';
+import { candidates } from './tags/key-phrases.js';
 import { chunks, type TurnRecord, type TurnStore } from './store/turn-store.js';
 import type { ChatMessage, Statement, StorageDriver, Tokenizer } from './types.js';
 
@@ -96,6 +97,11 @@ export interface DataDeps {
 
 // The trigger that keeps turns append-only (schema migration 1); forget drops and recreates it in its transaction.
 const NO_DELETE = MIGRATIONS[0]!.find((sql) => sql.includes('turns_no_delete'))!;
+/**
+ * Up to this many turns, forget tags the rest of the conversation again whole (at the edge, 2,000 turns took 0.25 s
+ * of CPU); past it, only the exchanges that held a forgotten turn (whole, 50,000 turns took 44 s there).
+ */
+export const RETAG_ALL_TURNS = 4096;
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
 function invalid(path: string, message: string): never {
@@ -111,8 +117,106 @@ export function dataApi(d: DataDeps) {
   const turnRows = (conversationId: string, where = '', params: unknown[] = []) => driver.query<{ rowid: number; seq: number; id: string; text: string; name: string | null }>(
     `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?${where} ORDER BY seq`, [conversationId, ...params] as never);
 
-  /** Removes the rows and everything derived from them, in one transaction; then purges the index and the free pages. */
-  const remove = async (conversationId: string, rows: ReadonlyArray<{ rowid: number; seq: number; id: string; text: string; name: string | null }>, whole: boolean) => {
+  /** For each seq, the unit at or before it (the last unit starting at or before it), as JSON lists of seqs. */
+  const unitsAt = async (conversationId: string, seqs: readonly number[]) => {
+    const out = new Map<number, { unitSeq: number; endSeq: number; at: number }>();
+    for (const part of chunks([...new Set(seqs)], 500)) {
+      for (const r of await driver.query<{ at: number; unit_seq: number; end_seq: number }>(
+        // CROSS JOIN: from each seq (a few) into the units (many), by their key.
+        `SELECT j.value AS at, u.unit_seq, u.end_seq FROM json_each(?2) j CROSS JOIN units u ON u.conversation_id = ?1
+           AND u.unit_seq = (SELECT MAX(unit_seq) FROM units WHERE conversation_id = ?1 AND unit_seq <= j.value)`, [conversationId, JSON.stringify(part)])) {
+        out.set(Number(r.at), { unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq), at: Number(r.at) });
+      }
+    }
+    return out;
+  };
+
+  /**
+   * What a partial forget rewrites of the tag index, computed before its transaction and written in it: the units
+   * holding a forgotten turn and the unit before each (a reply whose question is forgotten joins it) are tagged
+   * again from what is left of them; the terms of the forgotten turns leave the term counts (a term no kept turn
+   * uses is gone); every other unit keeps its tags. (Re-tagging the whole conversation took seconds per 10,000 turns.)
+   */
+  const retagPlan = async (conversationId: string, rows: ReadonlyArray<{ seq: number }>): Promise<Statement[]> => {
+    const forgotten = new Set(rows.map((r) => r.seq));
+    const affected = [...(await unitsAt(conversationId, [...forgotten])).values()].filter((u) => u.endSeq >= u.at);
+    const before = [...(await unitsAt(conversationId, affected.filter((u) => u.unitSeq > 0).map((u) => u.unitSeq - 1))).values()];
+    const units = [...new Map([...affected, ...before].map((u) => [u.unitSeq, { unitSeq: u.unitSeq, endSeq: u.endSeq }])).values()].sort((a, b) => a.unitSeq - b.unitSeq);
+    if (units.length === 0) return [];
+    const last = (await driver.query<{ end_seq: number }>('SELECT MAX(end_seq) AS end_seq FROM units WHERE conversation_id = ?', [conversationId]))[0];
+    const kept: TurnRecord[] = [];
+    const gone = new Map<string, number>();
+    let goneTurns = 0;
+    for (const u of units) {
+      for (const t of await store.range(conversationId, u.unitSeq, u.endSeq - u.unitSeq + 1)) {
+        if (t.seq > u.endSeq) continue;
+        if (!forgotten.has(t.seq)) kept.push(t);
+        else if (t.role !== 'system') {
+          // Counted when its unit was indexed (every indexed turn but a system one is in a unit).
+          goneTurns++;
+          for (const term of candidates(t.text).keys()) gone.set(term, (gone.get(term) ?? 0) + 1);
+        }
+      }
+    }
+    const seqs = units.map((u) => u.unitSeq);
+    const old: { tag: string; n: number }[] = [];
+    for (const part of chunks(seqs, 500)) {
+      old.push(...(await driver.query<{ tag: string; n: number }>(
+        'SELECT tag, COUNT(*) AS n FROM unit_tags WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2)) GROUP BY tag', [conversationId, JSON.stringify(part)])));
+    }
+    const counts = await d.canonicalizer.counts(conversationId);
+    const byTag = new Map<string, number>();
+    for (const r of old) byTag.set(r.tag, (byTag.get(r.tag) ?? 0) + Number(r.n));
+    // Tags only these units carry: they may be the forgotten turns' words.
+    const hidden = new Set([...byTag].filter(([t, n]) => (counts.get(t) ?? 0) <= n).map(([t]) => t));
+    const index = d.index;
+    const fresh = await index.tagTurns(conversationId, kept, {
+      turns: Math.max(0, Number(last?.end_seq ?? -1) + 1 - goneTurns),
+      termFrequencies: async (ts) => {
+        const stored = new Map<string, number>();
+        for (const part of chunks(ts, per)) {
+          for (const r of await driver.query<{ term: string; turns: number }>(`SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${marks(part.length)})`, [conversationId, ...part])) stored.set(r.term, Number(r.turns));
+        }
+        return new Map(ts.map((t) => [t, Math.max(0, (stored.get(t) ?? 0) - (gone.get(t) ?? 0))]));
+      },
+    }, hidden, new Date().toISOString());
+    const now = new Date().toISOString();
+    const statements: Statement[] = [];
+    for (const part of chunks(seqs, 500)) {
+      const json = JSON.stringify(part);
+      statements.push(
+        { sql: 'DELETE FROM unit_tags WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2))', params: [conversationId, json] },
+        { sql: 'DELETE FROM units WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2))', params: [conversationId, json] },
+      );
+    }
+    const touched = new Set(byTag.keys());
+    for (const u of fresh) {
+      statements.push({ sql: 'INSERT INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)', params: [conversationId, u.unitSeq, u.endSeq, u.tagger, now] });
+      const tags = new Map<string, number>(u.relatedTags.map((t) => [t, 1]));
+      for (const t of u.tags) tags.set(t, 0);
+      for (const [tag, related] of tags) {
+        statements.push({ sql: 'INSERT INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)', params: [conversationId, tag, u.unitSeq, related] });
+        touched.add(tag);
+      }
+    }
+    for (const tag of touched) {
+      statements.push({ sql: `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq, last_used)
+        SELECT ?1, ?2, COUNT(*), MIN(unit_seq), MAX(unit_seq), ?3 FROM unit_tags WHERE conversation_id = ?1 AND tag = ?2
+        ON CONFLICT (conversation_id, tag) DO UPDATE SET units = excluded.units, first_seq = excluded.first_seq, last_seq = excluded.last_seq, last_used = excluded.last_used`,
+      params: [conversationId, tag, now] });
+    }
+    statements.push({ sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [conversationId] });
+    for (const [term, n] of gone) statements.push({ sql: 'UPDATE term_df SET turns = turns - ? WHERE conversation_id = ? AND term = ?', params: [n, conversationId, term] });
+    statements.push({ sql: 'DELETE FROM term_df WHERE conversation_id = ? AND turns <= 0', params: [conversationId] });
+    return statements;
+  };
+
+  /**
+   * Removes the rows and everything derived from them, in one transaction; then purges the index and the free pages.
+   * `retag`: the tag index's rewrite (a partial forget); without it, the conversation's tag index goes whole and is
+   * rebuilt from what is left.
+   */
+  const remove = async (conversationId: string, rows: ReadonlyArray<{ rowid: number; seq: number; id: string; text: string; name: string | null }>, whole: boolean, retag?: Statement[]) => {
     const summaries = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
     const statements: Statement[] = [{ sql: 'DROP TRIGGER turns_no_delete' }];
     for (const part of chunks(rows, per)) {
@@ -135,10 +239,12 @@ export function dataApi(d: DataDeps) {
       { sql: "DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'summary'", params: [conversationId] },
       { sql: 'DELETE FROM summaries WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM compaction_state WHERE conversation_id = ?', params: [conversationId] },
-      { sql: 'DELETE FROM unit_tags WHERE conversation_id = ?', params: [conversationId] },
-      { sql: 'DELETE FROM units WHERE conversation_id = ?', params: [conversationId] },
-      { sql: 'DELETE FROM tags WHERE conversation_id = ?', params: [conversationId] },
-      { sql: 'DELETE FROM term_df WHERE conversation_id = ?', params: [conversationId] },
+      ...(retag && !whole ? retag : [
+        { sql: 'DELETE FROM unit_tags WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM units WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM tags WHERE conversation_id = ?', params: [conversationId] },
+        { sql: 'DELETE FROM term_df WHERE conversation_id = ?', params: [conversationId] },
+      ]),
       { sql: "DELETE FROM tag_aliases WHERE conversation_id = ? AND source = 'auto'", params: [conversationId] },
     );
     if (whole) {
@@ -242,7 +348,10 @@ export function dataApi(d: DataDeps) {
           }
           const left = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
           const whole = rows.length >= Number(left[0]?.n ?? 0);
-          const summaries = await remove(conversationId, rows, whole);
+          // A shorter conversation is tagged again whole (exactly as if the turns had never been stored: the same
+          // tags whatever chunks its turns were imported in); a longer one only where the forgotten turns were.
+          const retag = whole || Number(left[0]?.n ?? 0) <= RETAG_ALL_TURNS ? undefined : await retagPlan(conversationId, rows);
+          const summaries = await remove(conversationId, rows, whole, retag);
           if (!whole) {
             await d.index.indexNew(conversationId, new Date().toISOString());
             d.rebuildLater(conversationId);

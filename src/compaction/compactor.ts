@@ -61,6 +61,34 @@ const PLAN_UNITS = 2048;
 // the rest is left to the next calls and the background.
 export const HARD_TURNS = 512;
 export const HARD_MS = 400;
+// Every pass hands the event loop back between its slices (a macrotask, not a microtask) after this many turns or
+// milliseconds: in a Durable Object the clock stands still during synchronous work, so the count is what bounds it
+// there, and another object's request (or this one's next call) runs between slices instead of waiting for the pass.
+export const YIELD_TURNS = 256;
+export const YIELD_MS = 50;
+
+/** One turn of the event loop: Node's setImmediate (no 1 ms timer floor), else a zero timer (workerd, browsers). */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => {
+  const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
+  if (typeof immediate === 'function') immediate(resolve);
+  else setTimeout(resolve, 0);
+});
+
+/** A pass's pace: `pace(work)` counts work done (turns, or their equivalent) and yields once YIELD_TURNS or YIELD_MS have passed. */
+type Pace = (work: number) => Promise<void>;
+
+function pacer(): Pace {
+  let work = 0;
+  let since = performance.now();
+  return async (n) => {
+    work += n;
+    if (work < YIELD_TURNS && performance.now() - since < YIELD_MS) return;
+    await yieldToEventLoop();
+    work = 0;
+    since = performance.now();
+  };
+}
+
 // Segments a tag summary folds in at once (with its previous text).
 export const FOLD_SEGMENTS = 32;
 // Tags a roll-up, the master or a tag summary inherits at most (the most frequent among its parts), so that the
@@ -237,7 +265,7 @@ export function createCompactor(d: CompactorDeps) {
    * first; the previous one is kept, rolled up into it): the work is that of the pass, not of the whole conversation. A tag summary left behind (a bounded pass, or more
    * than FOLD_SEGMENTS new segments) catches up in the next pass whose segments carry its tag.
    */
-  const tagLayer = async (conversationId: string, committed: readonly CommittedSegment[], foldExisting: boolean, atomic: Atomic, signal: AbortSignal, tok: Tokenizer): Promise<{ cover: string[]; made: number }> => {
+  const tagLayer = async (conversationId: string, committed: readonly CommittedSegment[], foldExisting: boolean, atomic: Atomic, signal: AbortSignal, tok: Tokenizer, pace?: Pace): Promise<{ cover: string[]; made: number }> => {
     const touched = [...new Set(committed.flatMap((c) => [...c.tags, ...c.related]))];
     const existing = new Map((await atomic(() => d.summaries.tagSummariesOf(conversationId, touched))).map((x) => [x.tag!, x]));
     const unitTags = new Map<number, readonly string[]>();
@@ -290,6 +318,8 @@ export function createCompactor(d: CompactorDeps) {
         tokens: tok.count(result.text), madeBy: result.madeBy, promptVersion: result.version, createdAt: new Date().toISOString(),
       }, previous?.id ?? null));
       if (written) made++;
+      // A tag summary folds in up to FOLD_SEGMENTS segments: counted as that many turns' work.
+      await pace?.(segments.length);
     }
     return { cover, made };
   };
@@ -331,6 +361,7 @@ export function createCompactor(d: CompactorDeps) {
         tokensFreed: 0, tagsCovered: [], summariesMade: 0, fallbacks: 0, watermark: before.watermark, durationMs: 0,
       };
       const bounded = (): boolean => trigger === 'hard' && (report.turnsCompacted >= HARD_TURNS || performance.now() - started >= HARD_MS);
+      const pace = pacer();
       const cover = new Set<string>();
       try {
         for (;;) {
@@ -341,6 +372,7 @@ export function createCompactor(d: CompactorDeps) {
           // A few segments at a time (summarized concurrently, committed in order), so a bounded pass stops between them.
           for (let i = 0; i < plan.length && !stop; i += s.maxConcurrentSummaries) {
             const slice = plan.slice(i, i + s.maxConcurrentSummaries);
+            const sliceFrom = report.turnsCompacted;
             const jobs = pool(slice, s.maxConcurrentSummaries, async (seg) => {
               const { request, turns, related, units } = await atomic(() => segmentRequest(conversationId, seg, tok));
               return { seg, request, turns, related, units, result: await summarize(request, signal) };
@@ -373,9 +405,10 @@ export function createCompactor(d: CompactorDeps) {
             // Rolled up as the pass goes, so the frontier (read by every onTurnComplete meanwhile) stays short.
             if (committed.length > 0) report.summariesMade += await rollUp(conversationId, atomic, signal, tok);
             if (bounded()) stop = true;
+            else await pace(report.turnsCompacted - sliceFrom);
           }
           if (committed.length > 0) {
-            const layer = await tagLayer(conversationId, committed, trigger !== 'hard', atomic, signal, tok);
+            const layer = await tagLayer(conversationId, committed, trigger !== 'hard', atomic, signal, tok, trigger === 'hard' ? undefined : pace);
             for (const t of layer.cover) cover.add(t);
             report.summariesMade += layer.made;
           }

@@ -1,5 +1,6 @@
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import type { TagRequest, TagResult, Tagger } from '../types.js';
+import { slug } from './canonicalize.js';
 import { candidates } from './key-phrases.js';
 import type { Canonicalizer } from './tag-canonicalizer.js';
 import type { TagStore, UnitTags } from './tag-store.js';
@@ -61,6 +62,30 @@ export function createTagIndex(o: TagIndexOptions) {
 
   return {
     runChain,
+
+    /**
+     * Tags `turns` again, grouped into units as indexNew groups them, without saving (forget re-tags the units it
+     * changed and writes them in its own transaction). Their terms are counted already: `stats` gives the counts.
+     * `hidden` are tags leaving with the forgotten turns: not offered as known tags, and kept only where the tagger
+     * named them itself (not reached through a learned alias).
+     */
+    async tagTurns(conversationId: string, turns: readonly TurnRecord[], stats: NonNullable<TagRequest['stats']>, hidden: ReadonlySet<string>, nowIso: string): Promise<UnitTags[]> {
+      const vocabulary = [...(await o.canonicalizer.counts(conversationId))].filter(([t]) => !hidden.has(t))
+        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([t]) => t);
+      const out: UnitTags[] = [];
+      for (const unit of group(turns)) {
+        const { result, tagger } = await runChain({
+          text: unitText(unit), kind: 'unit', conversationId, vocabulary, minTags: o.minTags, maxTags: o.maxTags, stats,
+        }, unit.some((t) => t.private));
+        const own = (raws: readonly string[]) => new Set(raws.map(slug));
+        const keep = async (raws: readonly string[]) => {
+          const named = own(raws);
+          return (await o.canonicalizer.canonical(conversationId, raws, nowIso)).filter((t) => !hidden.has(t) || named.has(t));
+        };
+        out.push({ unitSeq: unit[0]!.seq, endSeq: unit[unit.length - 1]!.seq, tags: await keep(result.tags), relatedTags: await keep(result.relatedTags), tagger });
+      }
+      return out;
+    },
 
     /**
      * Tags what is not tagged yet: new units, and the last unit again when new replies joined it. Resumable: a

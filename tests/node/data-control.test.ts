@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ExportData, type Memory, sqliteWasm } from '../../src/index.js';
 import type { ChatMessage, StorageDriver } from '../../src/types.js';
+import { RETAG_ALL_TURNS } from '../../src/data-control.js';
+import { forgetPlan, locomoLikeChat, toExportData } from '../fixtures/locomo-like.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 // Words that occur nowhere else: where they are found in the database's bytes or indexes, something was kept.
@@ -106,6 +108,44 @@ describe('forget', () => {
     await memory.onTurnComplete({ conversationId: 'c', messages: [user('And the peppers?', { id: 'u99' }), assistant('Same as the tomatoes.', { id: 'a99' })] });
     expect((await memory.turns('c')).map((t) => t.id).slice(-2)).toEqual(['u99', 'a99']);
   });
+
+  it('some messages of a long conversation: only the exchanges they were in (and the one before each) are tagged again; their terms leave the counts', async () => {
+    const d = await driver();
+    memory = await createMemory({ storage: d });
+    const chat = locomoLikeChat({ turns: RETAG_ALL_TURNS + 300, facts: 40 });
+    await memory.import(toExportData(chat, 'c'));
+    const plan = forgetPlan(chat, { count: 24 });
+    // A question whose reply stays: the reply joins the exchange before it, as if the question had never been stored.
+    const q = chat.turns.findIndex((t, i) => i > 100 && t.role === 'user' && chat.turns[i - 1]!.role === 'assistant' && chat.turns[i + 1]!.role === 'assistant' && !plan.ids.includes(t.id) && !plan.ids.includes(chat.turns[i - 1]!.id));
+    const ids = [...plan.ids, chat.turns[q]!.id];
+    const units = async () => new Map((await d.query<{ unit_seq: number; end_seq: number; tagged_at: string }>(
+      "SELECT unit_seq, end_seq, tagged_at FROM units WHERE conversation_id = 'c' ORDER BY unit_seq")).map((u) => [Number(u.unit_seq), { end: Number(u.end_seq), at: u.tagged_at }]));
+    const seqOf = async (id: string) => Number((await d.query<{ seq: number }>("SELECT seq FROM turns WHERE conversation_id = 'c' AND id = ?", [id]))[0]!.seq);
+    const [question, reply] = [await seqOf(chat.turns[q]!.id), await seqOf(chat.turns[q + 1]!.id)];
+    const before = await units();
+    const previous = Math.max(...[...before.keys()].filter((s) => s < question));
+    const markers = plan.forgotten.map((x) => x.marker.toLowerCase());
+    const terms = async () => (await d.query<{ term: string }>(`SELECT term FROM term_df WHERE conversation_id = 'c' AND term IN (${markers.map(() => '?').join(', ')})`, markers)).map((r) => r.term);
+    // The control: before forgetting, the markers are counted.
+    expect((await terms()).length).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 5));
+    await memory.forget({ conversationId: 'c', messageIds: ids });
+    const after = await units();
+    expect(after.get(previous)?.end).toBe(reply);
+    expect(after.has(question)).toBe(false);
+    // Most exchanges keep their tags as they were (not tagged again).
+    const retagged = [...after].filter(([s, u]) => before.get(s)?.at !== u.at).length;
+    expect(retagged).toBeGreaterThan(0);
+    expect(retagged).toBeLessThanOrEqual(2 * ids.length);
+    expect(await terms()).toEqual([]);
+    expect((await memory.tags('c')).map((t) => t.tag).filter((t) => markers.includes(t))).toEqual([]);
+    // The tags' statistics are those of the units carrying them.
+    const stale = await d.query(`SELECT t.tag FROM tags t WHERE t.conversation_id = 'c'
+      AND t.units <> (SELECT COUNT(*) FROM unit_tags u WHERE u.conversation_id = 'c' AND u.tag = t.tag)`);
+    expect(stale).toEqual([]);
+    const bytes = await memory.exportDatabase();
+    expect(markers.filter((m) => has(bytes, m))).toEqual([]);
+  }, 60_000);
 
   it('vectors: the forgotten turns\' go, the rest stay, summaries are embedded again', async () => {
     const d = await driver();
