@@ -48,14 +48,20 @@ const SCOPE_AT: Readonly<Record<string, number>> = { add: 2, remove: 1, list: 0,
  * none here and is refused by the engine with its typed error.
  */
 function conversationsNamed(path: MethodPath, args: readonly unknown[]): unknown[] {
-  const field = (value: unknown, key: string, at: string) => readRecord(value, at, 'INVALID_ARGUMENT', 'edge')?.[key];
   if (path[0] === 'aliases') return [field(args[SCOPE_AT[path[1] ?? ''] ?? 0], 'conversationId', 'scope')];
   if (path[0] === 'callTool') return [field(args[2], 'conversationId', 'context')];
-  if (path[0] === 'import') {
-    const list = readArray(field(args[0], 'conversations', 'data'), 'data.conversations', 'INVALID_ARGUMENT', 'edge') ?? [];
-    return list.map((c, i) => field(c, 'id', `data.conversations[${i}]`));
-  }
+  if (path[0] === 'import') return importedConversations(args).map((c, i) => field(c, 'id', `data.conversations[${i}]`));
   return [typeof args[0] === 'string' ? args[0] : field(args[0], 'conversationId', 'input')];
+}
+
+/** A field of caller input read once (a throwing getter or revoked Proxy is a typed error). */
+function field(value: unknown, key: string, at: string): unknown {
+  return readRecord(value, at, 'INVALID_ARGUMENT', 'edge')?.[key];
+}
+
+/** The conversations an import call carries (none when it carries no array: the engine refuses it, typed). */
+function importedConversations(args: readonly unknown[]): unknown[] {
+  return readArray(field(args[0], 'conversations', 'data'), 'data.conversations', 'INVALID_ARGUMENT', 'edge') ?? [];
 }
 
 /** Options of a PagewiseMemory object. */
@@ -78,10 +84,8 @@ const MAX_IMPORT_TURNS = 10_000;
 
 /** Refuses an import whose turns, over all its conversations, are more than one call may carry at the edge. */
 function checkImportSize(args: readonly unknown[], max: number): void {
-  const field = (value: unknown, key: string, at: string) => readRecord(value, at, 'INVALID_ARGUMENT', 'edge')?.[key];
-  const list = readArray(field(args[0], 'conversations', 'data'), 'data.conversations', 'INVALID_ARGUMENT', 'edge') ?? [];
   let turns = 0;
-  list.forEach((c, i) => { turns += readArray(field(c, 'turns', `data.conversations[${i}]`), `data.conversations[${i}].turns`, 'INVALID_ARGUMENT', 'edge')?.length ?? 0; });
+  importedConversations(args).forEach((c, i) => { turns += readArray(field(c, 'turns', `data.conversations[${i}]`), `data.conversations[${i}].turns`, 'INVALID_ARGUMENT', 'edge')?.length ?? 0; });
   if (turns > max) {
     throw new PagewiseError('INVALID_ARGUMENT', 'edge', `This import carries ${turns} turns; one call may carry at most ${max} at the edge (30 s of CPU per request). Import one conversation per call, and of a longer one its first ${max} turns, then append the rest with onTurnComplete in batches (ids and createdAt are kept) and its pins with pin(); or raise maxImportTurns in options().`, { path: 'data.conversations' });
   }
@@ -119,8 +123,8 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   }
 
   /** In conversation scope, the one conversation this object serves (kept in its storage). */
-  #check(path: MethodPath, args: unknown[]): void {
-    if ((this.options(this.env).scope ?? 'conversation') !== 'conversation') return;
+  #check(path: MethodPath, args: unknown[], options: PagewiseMemoryOptions): void {
+    if ((options.scope ?? 'conversation') !== 'conversation') return;
     for (const id of conversationsNamed(path, args)) if (id !== undefined) this.#serve(validateConversationId(id));
   }
 
@@ -142,8 +146,9 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   /** Runs one Memory method (what the generated RPC methods call). */
   async call(path: MethodPath, args: unknown[]): Promise<unknown> {
     try {
-      this.#check(path, args);
-      if (path[0] === 'import') checkImportSize(args, this.options(this.env).maxImportTurns ?? MAX_IMPORT_TURNS);
+      const options = this.options(this.env);
+      this.#check(path, args, options);
+      if (path[0] === 'import') checkImportSize(args, options.maxImportTurns ?? MAX_IMPORT_TURNS);
       const memory = await this.#open();
       const target = path.length === 2 ? (memory.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[1]]!
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[0]]!;

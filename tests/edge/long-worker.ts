@@ -5,6 +5,7 @@
 //   POST /v1/chat/completions               memoryProxy, authenticated (CLIENT_TOKENS), onto the `long` namespace
 import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
 import { LONG_CHAT_OPTIONS } from '../fixtures/long-options.js';
+import { json } from './json.js';
 
 interface Env {
   LONG: MemoryNamespaceLike;
@@ -45,15 +46,6 @@ const fakeAi = {
 export class VectorMemory extends PagewiseMemory<Env> {
   override options(): PagewiseMemoryOptions {
     return { embedder: workersAiEmbedder(fakeAi) };
-  }
-}
-
-async function json(f: () => Promise<unknown>): Promise<Response> {
-  try {
-    return Response.json({ value: await f() });
-  } catch (e) {
-    const err = e as { name?: string; code?: string; path?: string; message?: string };
-    return Response.json({ error: { name: err.name, code: err.code, path: err.path, message: err.message } });
   }
 }
 

@@ -4,6 +4,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { storageDriverCases } from '../conformance/storage-driver.js';
 import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
 import { durableObjectSql } from '../../src/storage/durable-object.js';
+import { json } from './json.js';
 
 interface Namespace<T> extends MemoryNamespaceLike {
   get(id: never): T;
@@ -60,15 +61,6 @@ export class Memory extends PagewiseMemory<Env> {
 export class UserMemory extends PagewiseMemory<Env> {
   override options(): PagewiseMemoryOptions {
     return { scope: 'user', contextWindow: 1500, reserveTokens: 300 };
-  }
-}
-
-async function json(f: () => Promise<unknown>): Promise<Response> {
-  try {
-    return Response.json({ value: await f() });
-  } catch (e) {
-    const err = e as { name?: string; code?: string; path?: string; message?: string };
-    return Response.json({ error: { name: err.name, code: err.code, path: err.path, message: err.message } });
   }
 }
 
