@@ -47,13 +47,21 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
   const store = d.turns;
   const tagStore = d.tags;
   return {
-    compact(conversationId) {
+    compact(conversationId, optionsArg) {
       // The conversation's key step by step: its summaries are written between other calls on it, and calls on
       // other conversations never wait for its summarizer.
-      return on(() => validateConversationId(conversationId), async (id) => id).then(async (id) => {
+      let maxTurns: number | null = null;
+      return on(() => validateConversationId(conversationId), async (id) => {
+        const max = (optionalObject(optionsArg, 'options') as { maxTurns?: unknown }).maxTurns;
+        if (max !== undefined && (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1)) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.maxTurns must be a whole number of turns ≥ 1, e.g. 4096 (got ${describe(max)}).`, { path: 'options.maxTurns' });
+        }
+        maxTurns = max ?? null;
+        return id;
+      }).then(async (id) => {
         const atomic = keyed(id);
         await atomic(() => index.indexNew(id, new Date().toISOString()));
-        const report = await compactor.compact(id, 'manual', atomic, background.signal);
+        const report = await compactor.compact(id, 'manual', atomic, background.signal, maxTurns);
         d.embedLater(id);
         await atomic(() => ledger.flush()).catch(() => undefined);
         return report;

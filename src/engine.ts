@@ -126,7 +126,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const compactLater = (conversationId: string): void => {
     const atomic = keyed(conversationId);
     background.later(`compact:${conversationId}`, async () => {
-      const report = await compactor.compact(conversationId, 'soft', atomic, background.signal);
+      const report = await compactor.compact(conversationId, 'soft', atomic, background.signal, opts.backgroundSliceTurns);
       if (report) reports.push(report);
       // New summaries wait for their vectors like turns do (flush() returns once they have them).
       semantic.schedule(conversationId);

@@ -21,8 +21,11 @@ export interface Memory {
   tags(conversationId: string): Promise<TagStat[]>;
   /** Manual and detected tag aliases. */
   readonly aliases: AliasApi;
-  /** Compacts now, whatever the thresholds: everything between the watermark and the protected recent turns. */
-  compact(conversationId: string): Promise<CompactionReport | null>;
+  /**
+   * Compacts now, whatever the thresholds: everything between the watermark and the protected recent turns, or at
+   * most `maxTurns` of it (between segments; the report says `more` when turns are left: call again).
+   */
+  compact(conversationId: string, options?: { maxTurns?: number }): Promise<CompactionReport | null>;
   /** Resolves once background work (soft-threshold compaction, lazy regeneration) is done, with its compaction reports. */
   flush(): Promise<CompactionReport[]>;
   /** Stored summaries of every level (or one kind), oldest first. */

@@ -40,6 +40,7 @@ export interface ResolvedOptions {
   nSumSum: number;
   maxSumLevel: number;
   maxConcurrentSummaries: number;
+  backgroundSliceTurns: number | null;
   minConsecutiveToolMessages: number;
   largePayloadThreshold: number;
   offloadPreview: number;
@@ -55,7 +56,7 @@ export interface ResolvedOptions {
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
   'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
-  'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'minConsecutiveToolMessages',
+  'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'backgroundSliceTurns', 'minConsecutiveToolMessages',
   'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
 
 function bad(option: string, message: string): never {
@@ -217,6 +218,7 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     nSumSum: int(options.nSumSum, 'nSumSum', 2, 3),
     maxSumLevel: int(options.maxSumLevel, 'maxSumLevel', 2, 3),
     maxConcurrentSummaries: int(options.maxConcurrentSummaries, 'maxConcurrentSummaries', 1, 4),
+    backgroundSliceTurns: options.backgroundSliceTurns === undefined || options.backgroundSliceTurns === null ? null : int(options.backgroundSliceTurns, 'backgroundSliceTurns', 1, 1),
     minConsecutiveToolMessages: int(options.minConsecutiveToolMessages, 'minConsecutiveToolMessages', 1, 6),
     largePayloadThreshold: int(options.largePayloadThreshold, 'largePayloadThreshold', 100, 5 * 1024),
     offloadPreview: int(options.offloadPreview, 'offloadPreview', 0, 200),

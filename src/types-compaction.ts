@@ -64,6 +64,12 @@ export interface CompactionReport {
   durationMs: number;
   /** Set when it stopped early (abort, closed engine, storage error); what was committed before stays. */
   stoppedBy?: string;
+  /**
+   * Set when it stopped before the protected turns (at its bound — a hard pass's, `maxTurns`, `backgroundSliceTurns` —
+   * or where another pass took over) with turns still to compact: `memory.compact(conversationId, { maxTurns })` goes
+   * on from there (so does the next pass the thresholds call for).
+   */
+  more?: true;
 }
 
 /** A memory tool in the OpenAI function-calling format (`tools` of a chat-completions request). */

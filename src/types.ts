@@ -379,6 +379,12 @@ export interface MemoryOptions {
   maxSumLevel?: number;
   /** Summaries written at once. Default 4. */
   maxConcurrentSummaries?: number;
+  /**
+   * Turns one background compaction pass compacts at most; the rest is left for `memory.compact(id, { maxTurns })`
+   * or the next pass the thresholds call for (the report says `more`). Default null: a pass goes on to the protected
+   * turns, yielding between slices. `PagewiseMemory` sets 4,096 and goes on from its alarm (30 s of CPU per event).
+   */
+  backgroundSliceTurns?: number | null;
   /** Runs of more tool messages than this (before the current round) are sent compressed. Default 6. */
   minConsecutiveToolMessages?: number;
   /** Messages longer than this many characters may be offloaded: sent as a preview and an id. Default 5,120. */

@@ -347,9 +347,11 @@ export function createCompactor(d: CompactorDeps) {
      * turns, but `hard`, which runs inside onTurnComplete, stops (between segments) after HARD_TURNS turns or
      * HARD_MS: the next calls, or the background, go on from there (assembly never sends more than the budget,
      * whatever the active history). A `soft` pass queued while another ran does nothing if that one took the
-     * conversation under the thresholds. Returns null when there was nothing to compact.
+     * conversation under the thresholds. `maxTurns` bounds any pass the same way (between segments): where the host
+     * limits CPU per event (a Durable Object's alarm), a long backlog is compacted a slice per event. A pass that
+     * stopped at its bound with turns still to compact says so (`more`). Returns null when there was nothing to compact.
      */
-    async compact(conversationId: string, trigger: CompactionReport['trigger'], atomic: Atomic, signal: AbortSignal): Promise<CompactionReport | null> {
+    async compact(conversationId: string, trigger: CompactionReport['trigger'], atomic: Atomic, signal: AbortSignal, maxTurns: number | null = null): Promise<CompactionReport | null> {
       const started = performance.now();
       const tok = await d.tokenizer();
       const before = await atomic(() => pressure(conversationId));
@@ -360,7 +362,10 @@ export function createCompactor(d: CompactorDeps) {
         conversationId, trigger, segmentsCompacted: 0, turnsCompacted: 0, tokensBefore: before.tokens, tokensAfter: before.tokens,
         tokensFreed: 0, tagsCovered: [], summariesMade: 0, fallbacks: 0, watermark: before.watermark, durationMs: 0,
       };
-      const bounded = (): boolean => trigger === 'hard' && (report.turnsCompacted >= HARD_TURNS || performance.now() - started >= HARD_MS);
+      const bounded = (): boolean => (maxTurns !== null && report.turnsCompacted >= maxTurns)
+        || (trigger === 'hard' && (report.turnsCompacted >= HARD_TURNS || performance.now() - started >= HARD_MS));
+      // Stopped before the protected turns: at its bound, or where another pass got first (which goes on from there).
+      let stopped = false;
       const pace = pacer();
       const cover = new Set<string>();
       try {
@@ -394,7 +399,7 @@ export function createCompactor(d: CompactorDeps) {
                 await d.summaries.commitSegment(x, seg.lastSeq + 1, new Date().toISOString());
                 return x;
               });
-              if (!summary) { stop = true; break; }
+              if (!summary) { stop = stopped = true; break; }
               committed.push({ units, tags: summary.tags, related: summary.relatedTags });
               report.segmentsCompacted++;
               report.turnsCompacted += turns.length;
@@ -404,7 +409,7 @@ export function createCompactor(d: CompactorDeps) {
             }
             // Rolled up as the pass goes, so the frontier (read by every onTurnComplete meanwhile) stays short.
             if (committed.length > 0) report.summariesMade += await rollUp(conversationId, atomic, signal, tok);
-            if (bounded()) stop = true;
+            if (bounded()) stop = stopped = true;
             else await pace(report.turnsCompacted - sliceFrom);
           }
           if (committed.length > 0) {
@@ -415,6 +420,8 @@ export function createCompactor(d: CompactorDeps) {
           if (stop || signal.aborted || committed.length === 0) break;
         }
         if (report.segmentsCompacted > 0) await atomic(() => d.summaries.countEvent(conversationId, new Date().toISOString()));
+        // Stopped early: is anything left before the protected turns?
+        if (stopped && (await atomic(() => planFrom(conversationId, report.watermark, boundary))).length > 0) report.more = true;
       } catch (error) {
         report.stoppedBy = signal.aborted ? `aborted: ${String(signal.reason instanceof Error ? signal.reason.message : signal.reason)}` : (error as Error).message;
       }

@@ -267,6 +267,45 @@ describe('compaction stays bounded in a long conversation', () => {
     expect(state.watermark).toBeGreaterThan(1000);
   });
 
+  it('a backlog compacted a slice at a time (backgroundSliceTurns, compact maxTurns) ends where one pass ends', async () => {
+    const messages = chat(400);
+    // One pass over the whole backlog, for reference.
+    const whole = await sqliteWasm()();
+    memory = await createMemory({ contextWindow: 32_000, compaction: false, storage: shared(whole) });
+    await memory.onTurnComplete({ conversationId: 'c', messages });
+    const reference = await memory.compact('c');
+    expect(reference?.more).toBeUndefined();
+    await memory.close();
+    const one = await storedState(whole);
+    // The same backlog, its background pass bounded at 100 turns, then 150 turns per compact() call.
+    const driver = await sqliteWasm()();
+    memory = await createMemory({ contextWindow: 32_000, backgroundSliceTurns: 100, storage: shared(driver) });
+    const report = await memory.onTurnComplete({ conversationId: 'c', messages });
+    const slices = [...(report.compaction ? [report.compaction] : []), ...await memory.flush()];
+    expect(slices.length).toBeGreaterThan(0);
+    for (;;) {
+      const last = slices.at(-1)!;
+      // Stopped between segments: the bound and the segments summarized alongside the last ones.
+      expect(last.turnsCompacted).toBeLessThanOrEqual((last.trigger === 'manual' ? 150 : last.trigger === 'hard' ? HARD_TURNS : 100) + 4 * 12);
+      if (!last.more) break;
+      expect(slices.length).toBeLessThan(40);
+      const next = await memory.compact('c', { maxTurns: 150 });
+      expect(next?.watermark).toBeGreaterThan(last.watermark);
+      slices.push(next!);
+    }
+    expect(slices.length).toBeGreaterThan(3);
+    const sliced = await storedState(driver);
+    expectTiled(sliced.segments, sliced.watermark);
+    expect(sliced.watermark).toBe(one.watermark);
+    expect(sliced.turns).toEqual(one.turns);
+    // Nothing left: another call compacts nothing.
+    expect(await memory.compact('c', { maxTurns: 150 })).toBeNull();
+    for (const bad of [0, -1, 1.5, '10', null]) {
+      await expect(memory.compact('c', { maxTurns: bad as number })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', path: 'options.maxTurns' });
+    }
+    await expect(createMemory({ backgroundSliceTurns: 0, storage: await sqliteWasm()() })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', path: 'backgroundSliceTurns' });
+  });
+
   it('tag summaries fold in the new segments of their tag: each lists exactly the segments carrying it, in order', async () => {
     const driver = await sqliteWasm()();
     memory = await createMemory({ contextWindow: 3000, compaction: false, sumWindow: 4, storage: driver });
