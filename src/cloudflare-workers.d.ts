@@ -3,7 +3,7 @@
 declare module 'cloudflare:workers' {
   interface PagewiseDurableObjectState {
     storage: import('./storage/durable-object.js').DurableObjectStorageLike & {
-      kv: { get<T = unknown>(key: string): T | undefined; put(key: string, value: unknown): void };
+      kv: { get<T = unknown>(key: string): T | undefined; put(key: string, value: unknown): void; delete(key: string): boolean };
       getAlarm(): Promise<number | null>;
       setAlarm(scheduledTime: number | Date): Promise<void>;
     };

@@ -6,7 +6,7 @@ import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './errors.js'
 import { readArray, readRecord, validateConversationId } from './messages.js';
 import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from './memory-methods.js';
 import { durableObjectSql } from './storage/durable-object.js';
-import type { MemoryOptions } from './types.js';
+import type { CompactionReport, MemoryOptions } from './types.js';
 import { edgeEmbedder } from './embed/workers-ai.js';
 
 export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiLike } from './embed/workers-ai.js';
@@ -20,6 +20,13 @@ export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions,
 const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries']);
 // When the alarm that finishes background work fires: after the calls of a burst, not during them.
 const ALARM_MS = 5_000;
+// Turns of compaction per event (a write's background work, or one alarm): ~0.6 ms of CPU per turn at 50,000 turns
+// in workerd, so a slice stays far under an object's 30 s of CPU per event (README: Against the platform's limits).
+const SLICE_TURNS = 4_096;
+// When the alarm that takes the next slice fires.
+const NEXT_SLICE_MS = 100;
+// Where an object keeps the conversations whose compaction stopped at a slice (kept across evictions).
+const UNFINISHED = 'pagewise:unfinished';
 
 // Workers RPC keeps an error's message and name, not its other fields: a PagewiseError crosses as this prefix.
 const WIRE = /^PagewiseError\(([A-Z_]+)(?: ([^)\s]*))?\) /;
@@ -80,6 +87,27 @@ export interface PagewiseMemoryOptions extends Omit<MemoryOptions, 'storage'> {
   maxImportTurns?: number;
 }
 
+/**
+ * compact()'s arguments with a bound: one slice per event unless the caller gave `maxTurns` (the alarm goes on
+ * from there). Options that are not an object are left for the engine to refuse.
+ */
+function sliced(args: unknown[], options: PagewiseMemoryOptions): unknown[] {
+  const slice = options.backgroundSliceTurns === undefined ? SLICE_TURNS : options.backgroundSliceTurns;
+  if (slice === null) return args;
+  if (args[1] === undefined) return [args[0], { maxTurns: slice }];
+  const given = readRecord(args[1], 'options', 'INVALID_ARGUMENT', 'edge');
+  return given && given.maxTurns === undefined ? [args[0], { ...given, maxTurns: slice }] : args;
+}
+
+/** The compaction reports a call's result carries (flush's list, compact's report, onTurnComplete's). */
+function reportsIn(path: MethodPath, result: unknown): CompactionReport[] {
+  if (path.length !== 1) return [];
+  if (path[0] === 'flush' && Array.isArray(result)) return result as CompactionReport[];
+  if (path[0] === 'compact') return result ? [result as CompactionReport] : [];
+  if (path[0] === 'onTurnComplete') return (result as { compaction?: CompactionReport | null } | null)?.compaction ? [(result as { compaction: CompactionReport }).compaction] : [];
+  return [];
+}
+
 const MAX_IMPORT_TURNS = 10_000;
 
 /** Refuses an import whose turns, over all its conversations, are more than one call may carry at the edge. */
@@ -103,6 +131,8 @@ function checkImportSize(args: readonly unknown[], max: number): void {
  */
 export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   #memory: Promise<Memory> | undefined;
+  // The alarm's work under way.
+  #alarm: Promise<void> | undefined;
 
   /**
    * The engine's options for this object; override to read them from `env`. Default: the embedder `env` offers
@@ -116,7 +146,8 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
     if (!this.#memory) {
       const { scope: _scope, maxImportTurns: _max, ...options } = this.options(this.env);
       // No Node model threads here: without an embedder given, memory runs on tags and full-text search.
-      this.#memory = createMemory({ embedder: false, ...options, storage: durableObjectSql(this.ctx.storage) });
+      // Compaction a slice per event: the rest goes on from the alarm (#slice).
+      this.#memory = createMemory({ embedder: false, backgroundSliceTurns: SLICE_TURNS, ...options, storage: durableObjectSql(this.ctx.storage) });
       this.#memory.catch(() => { this.#memory = undefined; });
     }
     return this.#memory;
@@ -138,9 +169,48 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
     }
   }
 
-  /** Finishes background work a call left (after an eviction, the object wakes up for it). */
+  /**
+   * Finishes background work a call left (after an eviction, the object wakes up for it), then compacts one slice of
+   * a conversation whose compaction stopped at its slice, and sets the next alarm while any is left: a long backlog
+   * (an import, the rebuild after a forget) takes several alarms, each far under an event's CPU limit.
+   */
   async alarm(): Promise<void> {
-    await (await this.#open()).flush();
+    // An alarm that fires while one runs (the next slice's, set meanwhile) leaves the work to it: that one sets the
+    // next alarm when it ends, so two slices of one conversation never run at once.
+    if (this.#alarm) return this.#alarm;
+    this.#alarm = this.#slice().finally(() => { this.#alarm = undefined; });
+    return this.#alarm;
+  }
+
+  async #slice(): Promise<void> {
+    const memory = await this.#open();
+    this.#notice(await memory.flush());
+    const [next] = this.#unfinished();
+    if (next !== undefined) {
+      // A conversation that is gone, or a pass that failed, leaves the list: its next write calls for a pass again.
+      const report = await memory.compact(...(sliced([next], this.options(this.env)) as [string])).catch(() => null);
+      if (!report?.more) this.#setUnfinished(this.#unfinished().filter((id) => id !== next));
+      this.#notice(await memory.flush());
+    }
+    if (this.#unfinished().length > 0) await this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS);
+  }
+
+  #unfinished(): string[] {
+    return this.ctx.storage.kv.get<string[]>(UNFINISHED) ?? [];
+  }
+
+  #setUnfinished(ids: string[]): void {
+    if (ids.length > 0) this.ctx.storage.kv.put(UNFINISHED, ids);
+    else this.ctx.storage.kv.delete(UNFINISHED);
+  }
+
+  /** Keeps the conversations whose reports say `more` for the alarm, and sets it soon. */
+  #notice(reports: readonly CompactionReport[]): void {
+    const more = reports.filter((r) => r.more).map((r) => r.conversationId);
+    if (more.length === 0) return;
+    const all = this.#unfinished();
+    this.#setUnfinished([...all, ...more.filter((id, i) => !all.includes(id) && more.indexOf(id) === i)]);
+    this.ctx.waitUntil(this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS));
   }
 
   /** Runs one Memory method (what the generated RPC methods call). */
@@ -149,15 +219,17 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
       const options = this.options(this.env);
       this.#check(path, args, options);
       if (path[0] === 'import') checkImportSize(args, options.maxImportTurns ?? MAX_IMPORT_TURNS);
+      if (path[0] === 'compact') args = sliced(args, options);
       const memory = await this.#open();
       const target = path.length === 2 ? (memory.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[1]]!
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[0]]!;
       if (typeof target !== 'function') throw new PagewiseError('INVALID_ARGUMENT', 'edge', `No Memory method ${path.join('.')}.`);
       const result = await target(...args);
+      this.#notice(reportsIn(path, result));
       // What the call left to do in the background (compaction, vectors) finishes after the reply; an alarm takes it
       // up again if the object is evicted before it is done (waitUntil does not outlive the object).
       if (WRITES.has(path[0])) {
-        this.ctx.waitUntil(memory.flush().then(() => undefined, () => undefined));
+        this.ctx.waitUntil(memory.flush().then((reports) => this.#notice(reports), () => undefined));
         if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + ALARM_MS);
       }
       return result;

@@ -14,6 +14,7 @@ interface Env {
   TEST: Namespace<TestObject>;
   MEMORY: MemoryNamespaceLike;
   USER_MEMORY: MemoryNamespaceLike;
+  SLICED: Namespace<SlicedMemory>;
   /** The local upstream of the proxy tests, and its key (a secret in a real deployment). */
   UPSTREAM?: string;
   UPSTREAM_KEY?: string;
@@ -64,6 +65,22 @@ export class UserMemory extends PagewiseMemory<Env> {
   }
 }
 
+/** Compaction 40 turns per event: a backlog goes on alarm after alarm (counted here). */
+export class SlicedMemory extends PagewiseMemory<Env> {
+  override async alarm(): Promise<void> {
+    this.ctx.storage.kv.put('test:alarms', (this.ctx.storage.kv.get<number>('test:alarms') ?? 0) + 1);
+    await super.alarm();
+  }
+
+  async progress(): Promise<{ alarms: number; alarmAt: number | null; unfinished: string[] }> {
+    return { alarms: this.ctx.storage.kv.get<number>('test:alarms') ?? 0, alarmAt: await this.ctx.storage.getAlarm(), unfinished: this.ctx.storage.kv.get<string[]>('pagewise:unfinished') ?? [] };
+  }
+
+  override options(): PagewiseMemoryOptions {
+    return { contextWindow: 1500, reserveTokens: 300, embedder: false, backgroundSliceTurns: 40 };
+  }
+}
+
 export default {
   async fetch(request: Request, env: Env, ctx: { waitUntil(p: Promise<unknown>): void }): Promise<Response> {
     const url = new URL(request.url);
@@ -81,14 +98,15 @@ export default {
       return Response.json(results);
     }
     // POST /call/:namespace/:object/:method  body: the arguments (JSON array). Aliases: method "aliases.add".
-    const m = /^\/call\/(memory|user)\/([^/]+)\/([\w.]+)$/.exec(url.pathname);
+    const m = /^\/call\/(memory|user|sliced)\/([^/]+)\/([\w.]+)$/.exec(url.pathname);
     if (m && request.method === 'POST') {
-      const memory = memoryStub(m[1] === 'user' ? env.USER_MEMORY : env.MEMORY, decodeURIComponent(m[2]!));
+      const memory = memoryStub(m[1] === 'user' ? env.USER_MEMORY : m[1] === 'sliced' ? env.SLICED : env.MEMORY, decodeURIComponent(m[2]!));
       const args = await request.json() as unknown[];
       const [head, tail] = m[3]!.split('.');
       return json(() => (tail ? (memory.aliases as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[tail]!(...args)
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[head!]!(...args)));
     }
+    if (url.pathname.startsWith('/progress/')) return Response.json(await env.SLICED.get(env.SLICED.idFromName(url.pathname.slice(10)) as never).progress());
     if (url.pathname === '/ai-calls') return Response.json(fakeAi.calls);
     if (url.pathname.startsWith('/alarm/')) return Response.json(await (env.MEMORY.get(env.MEMORY.idFromName(url.pathname.slice(7)) as never) as unknown as { alarmAt(): Promise<number | null> }).alarmAt());
     return new Response('not found', { status: 404 });

@@ -18,7 +18,7 @@ const start = async () => {
     // The bundle as one module given whole: Miniflare does not follow its dynamic imports (models, sqlite-wasm), which
     // the edge never takes.
     modulesRoot: dir, modules: [{ type: 'ESModule', path: script, contents: readFileSync(script, 'utf8') }], compatibilityDate: '2025-09-01',
-    durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true } },
+    durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true }, SLICED: { className: 'SlicedMemory', useSQLite: true } },
     durableObjectsPersist: join(dir, 'do'),
     bindings: { UPSTREAM: upstream, UPSTREAM_KEY: KEY, CLIENT_TOKENS: 'client:u1,bobs-token:bob' },
   });
@@ -134,6 +134,44 @@ describe('PagewiseMemory: the engine in a Durable Object, over Workers RPC', () 
     const fits = { ...big, conversations: [{ id: 'c7', turns: turns.slice(0, 10_000) }] };
     expect((await call('c7', 'import', fits)).value).toMatchObject({ turns: 10_000 });
   });
+
+  it('a long backlog is compacted a slice per event: the write takes one, alarms take the rest, even across a restart', async () => {
+    const callSliced = async (method: string, ...args: unknown[]): Promise<Outcome> =>
+      (await mf.dispatchFetch(`http://edge.test/call/sliced/s1/${method}`, { method: 'POST', body: JSON.stringify(args) })).json() as Promise<Outcome>;
+    const progress = async () => (await mf.dispatchFetch('http://edge.test/progress/s1')).json() as Promise<{ alarms: number; alarmAt: number | null; unfinished: string[] }>;
+    const watermark = async () => Math.max(0, ...((await callSliced('summaries', 's1', { kind: 'segment' })).value as { lastSeq: number }[]).map((x) => x.lastSeq + 1));
+    const turns = Array.from({ length: 450 }, (_, i) => turn(i)).flat().map((t, k) => ({ ...t, createdAt: new Date(Date.UTC(2026, 0, 1, 0, k)).toISOString() }));
+    const data = { format: 'pagewise', version: 1, exportedAt: '2026-01-02T00:00:00Z', aliases: [], conversations: [{ id: 's1', turns }] };
+    expect((await callSliced('import', data)).value).toMatchObject({ turns: 900 });
+    // The import's own event compacts one slice (40 turns and the segments summarized alongside), no more.
+    await callSliced('flush');
+    const after = await watermark();
+    expect(after).toBeGreaterThan(0);
+    expect(after).toBeLessThanOrEqual(40 + 4 * 12);
+    expect((await progress()).unfinished).toEqual(['s1']);
+    // compact() by hand at the edge is a slice too (the caller's maxTurns, else backgroundSliceTurns).
+    const byHand = (await callSliced('compact', 's1')).value as { turnsCompacted: number; more?: boolean };
+    expect(byHand.turnsCompacted).toBeGreaterThan(0);
+    expect(byHand.turnsCompacted).toBeLessThanOrEqual(40 + 4 * 12);
+    expect(byHand.more).toBe(true);
+    // A restart partway: what is left is kept in the object's storage, and its alarm goes on with it.
+    for (let t = 0; (await progress()).alarms < 2 && t < 100; t++) await new Promise((ok) => setTimeout(ok, 100));
+    const mid = await watermark();
+    expect(mid).toBeGreaterThan(after + byHand.turnsCompacted);
+    expect(mid).toBeLessThan(900 - 20);
+    await mf.dispose();
+    await start();
+    let p = await progress();
+    for (let t = 0; p.unfinished.length > 0 && t < 300; t++, p = await progress()) await new Promise((ok) => setTimeout(ok, 100));
+    expect(p.unfinished).toEqual([]);
+    // Several alarms, each one slice: the whole backlog up to the protected recent turns, segments tiling it.
+    expect(p.alarms).toBeGreaterThanOrEqual(900 / (40 + 4 * 12) - 3);
+    const segments = ((await callSliced('summaries', 's1', { kind: 'segment' })).value as { firstSeq: number; lastSeq: number }[]).sort((a, b) => a.firstSeq - b.firstSeq);
+    segments.forEach((x, i) => expect(x.firstSeq).toBe(i === 0 ? 0 : segments[i - 1]!.lastSeq + 1));
+    expect(await watermark()).toBeGreaterThan(900 - 20);
+    const ctx = (await callSliced('onMessageInbound', { conversationId: 's1', message: { role: 'user', content: 'When does the staging password rotate?' } })).value as { recallText: string };
+    expect(ctx.recallText).toContain('Friday');
+  }, 60_000);
 
   it('per user: one object, several conversations', async () => {
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/1', messages: turn(1) });
