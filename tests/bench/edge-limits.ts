@@ -20,7 +20,9 @@
 // outside: "wall" is the dispatchFetch round trip (it bounds the call's CPU from above; it includes the local HTTP
 // hop and JSON), "cpu" is the user+system time the workerd process spent meanwhile (/proc, 10 ms ticks; SQLite's
 // work included, as Cloudflare counts it). Background work (compaction, embedding) runs after a call returns, under
-// waitUntil/alarm: `flush` waits for it, so "flush after X" is the CPU of X's background work.
+// waitUntil/alarm: `flush` waits for it, so "flush after X" is the CPU of X's background work in X's own event (one
+// slice of compaction, PagewiseMemory's backgroundSliceTurns); the alarms that take the rest are run one at a time
+// and each timed ("alarms after X": the heaviest, and all of them together).
 //
 // Data: LoCoMo (../shared/data/locomo, 10 conversations of ~400-700 turns, concatenated and repeated with new ids
 // and shifted dates to reach each size) when present, else the generated LoCoMo-shaped chat of
@@ -171,7 +173,8 @@ async function run(variant: 'plain' | 'vectors', n: number): Promise<Row> {
     await (await mf.dispatchFetch(`http://edge.test/call/${ns}/${encodeURIComponent(object)}/${method}`, { method: 'POST', body: JSON.stringify(a) })).json() as { value?: unknown; error?: { code?: string; message?: string } };
   // While a heavy call runs, another object of the same isolate is asked every 250 ms: the longest wait is how long
   // the call held the isolate's event loop (every object it serves, and the call's own reply).
-  const timed = async (object: string, method: string, ...a: unknown[]): Promise<{ value: unknown; t: Timing }> => {
+  const timed = (object: string, method: string, ...a: unknown[]): Promise<{ value: unknown; t: Timing }> => measured(method, () => request(object, method, a));
+  const measured = async (method: string, send: () => Promise<{ value?: unknown; error?: { code?: string; message?: string } }>): Promise<{ value: unknown; t: Timing }> => {
     const c0 = cpuMs(pids);
     const t0 = performance.now();
     let done = false;
@@ -185,7 +188,7 @@ async function run(variant: 'plain' | 'vectors', n: number): Promise<Row> {
         held = Math.max(held, performance.now() - p0);
       }
     })();
-    const r = await request(object, method, a).finally(() => { done = true; });
+    const r = await send().finally(() => { done = true; });
     const wall = performance.now() - t0;
     const cpu = cpuMs(pids) - c0;
     // A probe made while the call ran may come back only after it: its wait counts.
@@ -195,6 +198,18 @@ async function run(variant: 'plain' | 'vectors', n: number): Promise<Row> {
     return { value: r.value, t };
   };
   const calls: Record<string, Timing> = {};
+  // The compaction a call left beyond its event's slice goes on alarm after alarm: each run here by hand and timed.
+  const alarms = async (object: string, after: string): Promise<void> => {
+    const each: Timing[] = [];
+    for (let left = 1; left > 0 && each.length < 1000;) {
+      const { value, t } = await measured('alarm', async () => await (await mf.dispatchFetch(`http://edge.test/alarm/${ns}/${encodeURIComponent(object)}`, { method: 'POST' })).json() as { value?: unknown });
+      each.push(t);
+      left = (value as { left: number }).left;
+    }
+    const heaviest = each.reduce((a, b) => (b.cpu > a.cpu ? b : a));
+    calls[`alarms after ${after}: heaviest of ${each.length}`] = heaviest;
+    calls[`alarms after ${after}: all ${each.length}`] = each.reduce((a, b) => ({ wall: a.wall + b.wall, cpu: a.cpu + b.cpu, held: Math.max(a.held, b.held) }));
+  };
   try {
     const id = `big-${n}`;
     const turns = source.turns.slice(0, n);
@@ -205,7 +220,9 @@ async function run(variant: 'plain' | 'vectors', n: number): Promise<Row> {
     await request('probe', 'conversations', []);
     calls[`import ${n} (one call)`] = (await timed(id, 'import', toExportData({ turns }, id))).t;
     calls[`flush after import ${n}`] = (await timed(id, 'flush')).t;
-    const summaries = ((await timed(id, 'summaries', id)).value as unknown[]).length;
+    await alarms(id, `import ${n}`);
+    // Segments only: the whole list at 50,000 turns (41 MB) is over Workers RPC's 32 MiB per value.
+    const summaries = ((await timed(id, 'summaries', id, { kind: 'segment' })).value as unknown[]).length;
     const times: number[] = [];
     let cold = 0;
     for (let q = 0; q < questionCount; q++) {
@@ -223,12 +240,14 @@ async function run(variant: 'plain' | 'vectors', n: number): Promise<Row> {
     const ids = Array.from({ length: 300 }, (_, k) => turns[Math.floor(((k + 0.5) * n) / 300)]!.id);
     calls[`forget 300 of ${n}`] = (await timed(id, 'forget', { conversationId: id, messageIds: ids })).t;
     calls[`flush after forget (rebuild at ${n})`] = (await timed(id, 'flush')).t;
+    await alarms(id, `forget at ${n}`);
     calls[`onMessageInbound at ${n}, after the rebuild`] = (await timed(id, 'onMessageInbound', { conversationId: id, message: { role: 'user', content: source.questions[3]! } })).t;
     if (n === sizes[0]) {
       // The import of 2,000 turns into a fresh object (and its background work), and a forget of 300 of them.
       const fresh = source.turns.slice(0, 2000);
       calls['import 2000 (fresh object)'] = (await timed('import-2000', 'import', toExportData({ turns: fresh }, 'import-2000'))).t;
       calls['flush after import 2000'] = (await timed('import-2000', 'flush')).t;
+      await alarms('import-2000', 'import 2000');
       calls['forget 300 of 2000'] = (await timed('import-2000', 'forget', { conversationId: 'import-2000', messageIds: fresh.filter((_, i) => i % 6 === 5).slice(0, 300).map((t) => t.id) })).t;
       calls['flush after forget 300 of 2000'] = (await timed('import-2000', 'flush')).t;
     }
@@ -270,14 +289,16 @@ for (const r of rows) {
   console.log(`| ${r.variant} | ${r.turns} | ${mb(r.idle)} | ${mb(r.opened)} | ${mb(r.heapUsed)} | ${mb(r.heapExt)} | ${mb(total)}${flag(total, LIMIT_MB)} | ${mb(r.peak)}${flag(r.peak, LIMIT_MB)} | ${r.rss.toFixed(0)} | ${r.inbound.p50.toFixed(0)} / ${r.inbound.p95.toFixed(0)} / ${r.inbound.max.toFixed(0)} (${r.inbound.cold.toFixed(0)}) |`);
 }
 console.log(`\nThe heaviest calls (wall ms of the dispatchFetch / workerd process CPU ms over it; Cloudflare: ${LIMIT_CPU_S} s CPU per request by default)`);
-console.log('(in workerd the compaction an import makes due runs between the import\'s own slices, so "import N" includes it: the summaries it left are counted; "flush after" is what remained)');
-for (const r of rows) console.log(`  ${r.variant} ${r.turns}: ${r.summaries} summaries stored when the import's flush returned`);
+console.log('(in workerd the compaction an import makes due runs between the import\'s own slices, so "import N" includes some of it; "flush after" is the slice its event took, "alarms after" the rest)');
+for (const r of rows) console.log(`  ${r.variant} ${r.turns}: ${r.summaries} segment summaries once the import's alarms were done`);
 console.log('("held": the longest another object of the same isolate waited for a call made meanwhile, probed every 250 ms; 0 for calls shorter than that)');
 console.log('| deployment | turns | call | wall ms | cpu ms | of 30 s | held ms |');
 console.log('|---|---:|---|---:|---:|---:|---:|');
 for (const r of rows) {
   for (const [name, t] of Object.entries(r.calls)) {
     const share = t.cpu / (LIMIT_CPU_S * 1000);
-    console.log(`| ${r.variant} | ${r.turns} | ${name} | ${t.wall.toFixed(0)} | ${t.cpu.toFixed(0)} | ${(100 * share).toFixed(1)}%${share >= 1 ? ' OVER' : share >= 0.5 ? ' NEAR' : ''} | ${t.held.toFixed(0)} |`);
+    // A sum over several events is against no one event's limit.
+    const flagged = name.includes(': all ') ? ' (sum of events)' : share >= 1 ? ' OVER' : share >= 0.5 ? ' NEAR' : '';
+    console.log(`| ${r.variant} | ${r.turns} | ${name} | ${t.wall.toFixed(0)} | ${t.cpu.toFixed(0)} | ${(100 * share).toFixed(1)}%${flagged} | ${t.held.toFixed(0)} |`);
   }
 }
