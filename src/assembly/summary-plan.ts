@@ -40,7 +40,9 @@ export async function summaryPlan(
   // question every summary takes only the room the excerpts leave: the verbatim evidence comes first (LoCoMo with
   // USE-Lite: evidence 0.842 with a fifth of the budget reserved for summaries, 0.870 with leftovers only).
   const score = new Map(similar.map((h) => [h.ref, h.score]));
-  const close = (await summaries.byRowids(conversationId, [...score.keys()])).sort((a, b) => score.get(b.rowid)! - score.get(a.rowid)!);
+  // In the search's own order (score, then the newer row on a tie), not the order SQL happened to return equal scores in.
+  const rank = new Map(similar.map((h, i) => [h.ref, i]));
+  const close = (await summaries.byRowids(conversationId, [...score.keys()])).sort((a, b) => rank.get(a.rowid)! - rank.get(b.rowid)!);
   const first = close.map((x) => ({ summary: x, leftover: true, reason: `summary similar in meaning (cosine ${score.get(x.rowid)!.toFixed(2)}) of turns ${x.firstSeq}-${x.lastSeq}, in the room the excerpts left` }));
   // Seed 003's order: the newest summaries first (continuity), then the master (everything older), then the rest.
   const newest = [...frontier].sort((a, b) => b.lastSeq - a.lastSeq).filter((x) => !score.has(x.rowid));

@@ -7,12 +7,15 @@
 import { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE, MODELS_URL, ORT_WASM_FILES, ORT_WASM_URL } from './model-defaults.js';
 
 /**
- * Texts per model run in the background. A question waits at most for one such run (it goes first in the queue,
- * but a run in flight is not interrupted); ~4 chat turns take 15–30 ms on one core.
+ * Texts per model run in the background: one. A text's vector must not depend on the texts run beside it: the 8-bit
+ * model scales its activations per run and pads a run to its longest text, so a turn embedded beside another came
+ * out up to 0.008 different per component from the same turn alone — and which turns share a run depends on when
+ * the background queue got to them (what was pending then), so the same conversation stored different vectors from
+ * one run to the next. Alone, a text always gets the same vector (also the one its question path would give), and
+ * on one core a run of one is no slower per text (no padding). A question waits at most for one such run (it goes
+ * first in the queue, but a run in flight is not interrupted).
  */
-export const CHUNK_TEXTS = 2;
-/** A run also stops at this many characters (~256 tokens), so a few long turns do not make one long run. */
-export const CHUNK_CHARS = 1200;
+export const CHUNK_TEXTS = 1;
 
 /**
  * @typedef {object} ModelConfig
@@ -225,7 +228,7 @@ function yieldToMessages() {
 }
 
 /**
- * The model behind a queue: questions go first; background texts run in chunks of CHUNK_TEXTS / CHUNK_CHARS, so a
+ * The model behind a queue: questions go first; background texts run CHUNK_TEXTS at a time, so a
  * question waits for at most one chunk. Exposed to the engine over Comlink (or called directly in-process).
  */
 export function createModelHost() {
@@ -294,13 +297,7 @@ export function createModelHost() {
       if (!loading) throw new Error('the model is not loaded: call load() first');
       if (query || texts.length === 0) return enqueue(texts, true);
       const parts = [];
-      for (let i = 0; i < texts.length;) {
-        let end = i + 1;
-        let chars = texts[i]?.length ?? 0;
-        while (end < texts.length && end - i < CHUNK_TEXTS && chars + (texts[end]?.length ?? 0) <= CHUNK_CHARS) chars += texts[end++]?.length ?? 0;
-        parts.push(enqueue(texts.slice(i, end), false));
-        i = end;
-      }
+      for (let i = 0; i < texts.length; i += CHUNK_TEXTS) parts.push(enqueue(texts.slice(i, i + CHUNK_TEXTS), false));
       const done = await Promise.all(parts);
       const dims = done[0]?.dims ?? 0;
       const data = new Float32Array(texts.length * dims);
