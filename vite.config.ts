@@ -24,7 +24,7 @@ export default defineConfig({
   optimizeDeps: {
     exclude: ['@sqlite.org/sqlite-wasm'],
     // Found only inside the workers: named here so that the dev server does not reload the page once to add them.
-    include: ['@huggingface/transformers', 'comlink', 'fastest-levenshtein', 'pluralize', 'stemmer'],
+    include: ['@huggingface/transformers', 'comlink', 'compromise/two', 'fastest-levenshtein', 'pluralize', 'stemmer'],
   },
   worker: { format: 'es' },
   server: { port: 5173 },

@@ -167,8 +167,8 @@ async function renderConversations(): Promise<void> {
 
 async function renderTopics(): Promise<void> {
   if (!memory) return;
-  const tags = await memory.tags(conversationId);
-  $('topics').replaceChildren(...tags.filter((t) => t.units > 1).slice(0, 24).map((t) => el('li', { textContent: `${t.tag} · ${t.units} exchanges · last at #${t.lastSeq ?? '?'}` })));
+  const topics = await memory.topics(conversationId, { limit: 24 });
+  $('topics').replaceChildren(...topics.map((t) => el('li', { textContent: `${t.tag} · ${t.units} exchanges · last at #${t.lastSeq ?? '?'}` })));
 }
 
 async function renderSummaries(): Promise<void> {

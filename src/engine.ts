@@ -17,7 +17,7 @@ import { contentHash, describe, messageText, parseNow, readArray, validateConver
 import { type ResolvedOptions, resolveOptions } from './options.js';
 import { topicsHint } from './assembly/topics-hint.js';
 import { dataApi } from './data-control.js';
-import { sampleBroad } from './retrieval/broad.js';
+import { mainTopics, sampleBroad } from './retrieval/broad.js';
 import { warmDateParser } from './retrieval/intent.js';
 import { analyzeQuery } from './retrieval/query.js';
 import { type RecallBlock, recall } from './retrieval/retriever.js';
@@ -28,6 +28,7 @@ import { createCanonicalizer } from './tags/tag-canonicalizer.js';
 import { createTagIndex } from './tags/tag-index.js';
 import { createTagRules } from './tags/tag-rules.js';
 import { createTagStore } from './tags/tag-store.js';
+import { createThingJudge } from './tags/thing-tags.js';
 import { storedOverlap } from './store/reconcile.js';
 import { migrate } from './store/schema.js';
 import { type NewTurn, createTurnStore, publicTurn } from './store/turn-store.js';
@@ -65,6 +66,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const store = createTurnStore(driver);
   const tagStore = createTagStore(driver);
   const canonicalizer = createCanonicalizer(tagStore);
+  // Which tags name things, for the topics shown (the hint, broad questions, topics()); retrieval uses every tag.
+  const thingJudge = createThingJudge({ turns: store, tags: tagStore });
   const summaryStore = createSummaryStore(driver);
   const importance = createImportanceStore(driver);
   const ledger = createLedger(driver);
@@ -148,7 +151,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     const key = Math.floor((await tagStore.unitCount(conversationId)) / HINT_EVERY);
     const cached = hints.get(conversationId);
     if (cached && cached.key === key) return cached.text;
-    const text = await topicsHint(tagStore, conversationId, opts.topicsHintTokens, tok);
+    const text = await topicsHint({ tags: tagStore, things: thingJudge }, conversationId, opts.topicsHintTokens, tok);
     hints.set(conversationId, { key, text });
     return text;
   };
@@ -156,7 +159,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const { recoverImports, ...data } = dataApi({
     driver, store, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes,
     settle: () => background.idle(),
-    uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); hints.delete(conversationId); },
+    uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); thingJudge.uncache(conversationId); hints.delete(conversationId); },
     rebuildLater: (conversationId) => { semantic.schedule(conversationId); if (opts.compaction) compactLater(conversationId); },
   });
   // An import that a crash cut short is undone before anything reads the store.
@@ -239,7 +242,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
               unitSeq: t.seq, hits: [t], pair: [], adjacent: [], scores: {}, tags: [], priority: 10, reason: 'pinned by the user',
             }));
             for (const p of pins) excluded.add(p.unitSeq);
-            if (query.intent.broad) return { blocks: [...pins, ...await sampleBroad({ turns: store, tags: tagStore }, conversationId, excluded, RECALL_HITS * 2)], expired: [] };
+            if (query.intent.broad) return { blocks: [...pins, ...await sampleBroad({ turns: store, tags: tagStore, things: thingJudge }, conversationId, excluded, RECALL_HITS * 2)], expired: [] };
             const limit = query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS;
             const vector = meaning.vector
               ? (await semantic.searchTurns(conversationId, meaning.vector, limit * 3, { exclude: excluded, window: query.intent.window ?? undefined }))
@@ -344,6 +347,16 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       return on(() => validateConversationId(id), (conversationId) => tagStore.vocabulary(conversationId));
     },
 
+    topics(id, options) {
+      return on(() => validateConversationId(id), (conversationId) => {
+        const { limit = DEFAULT_TOPICS } = optionalObject(options, 'options') as { limit?: unknown };
+        if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TOPICS) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.limit must be an integer from 1 to ${MAX_TOPICS} (got ${describe(limit)}); leave it out for ${DEFAULT_TOPICS}.`, { path: 'options.limit' });
+        }
+        return mainTopics({ tags: tagStore, things: thingJudge }, conversationId, limit);
+      });
+    },
+
     aliases: {
       // Arguments are checked by the canonicalizer, inside the queue: a bad one is a rejected promise. Exclusive: the
       // scope is only known once the canonicalizer has read it, and a global alias changes every conversation.
@@ -393,3 +406,6 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
 }
 
 const HINT_EVERY = 16;
+const DEFAULT_TOPICS = 24;
+// Each topic asked for reads up to four tags' sentences with compromise (a first call), so the list is bounded.
+const MAX_TOPICS = 200;

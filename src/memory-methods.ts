@@ -7,7 +7,7 @@ import type { AliasApi } from './tags/tag-canonicalizer.js';
  * method is added here and in the engine, nowhere else. `close` is each transport's own.
  */
 export const MEMORY_METHODS = [
-  'onMessageInbound', 'onTurnComplete', 'conversations', 'turns', 'tags', 'compact', 'flush', 'summaries',
+  'onMessageInbound', 'onTurnComplete', 'conversations', 'turns', 'tags', 'topics', 'compact', 'flush', 'summaries',
   'regenerateSummaries', 'pin', 'unpin', 'pins', 'tools', 'callTool', 'embeddingStatus', 'costReport', 'forget',
   'export', 'import', 'exportDatabase',
 ] as const satisfies readonly (keyof Memory)[];

@@ -19,6 +19,13 @@ export interface Memory {
   turns(conversationId: string, range?: { from?: number; limit?: number }): Promise<StoredTurn[]>;
   /** Tags of a conversation with their statistics (units carrying each, first and last turn, last used), most used first. */
   tags(conversationId: string): Promise<TagStat[]>;
+  /**
+   * The conversation's topics as a person (or the `<context-topics>` hint) names them: tags on more than one exchange
+   * that name things — people, places, objects, activities — not the wording around them (`noted`, `appreciate`),
+   * and not its background (a tag on most exchanges); most used first, at most `limit` (an integer from 1 to 200,
+   * default 24). Retrieval still uses every tag (`tags()`).
+   */
+  topics(conversationId: string, options?: { limit?: number }): Promise<TagStat[]>;
   /** Manual and detected tag aliases. */
   readonly aliases: AliasApi;
   /**

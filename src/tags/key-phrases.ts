@@ -42,6 +42,22 @@ export function contentWord(word: string): boolean {
   return word.length >= 3 && !STOPWORDS.has(word) && !GENERIC.has(word) && !TITLES.has(word) && !/^\d+(st|nd|rd|th|s|am|pm)?$/.test(word);
 }
 
+/** A word lower-cased, without a clitic (`'s`, `'ll`, `n't`'s `'t`) or trailing apostrophes, hyphens and underscores. */
+function lowerWord(raw: string): string {
+  return raw.toLowerCase().replace(/['’](s|t|d|ll|re|ve|m)$/u, '').replace(/['’_-]+$/u, '');
+}
+
+/** A lower-cased word in its singular form, each part of a hyphenated word (`support-groups` → `support-group`). */
+function singularWord(lower: string): string {
+  return lower.includes('-') ? lower.split('-').map(singular).join('-') : singular(lower);
+}
+
+/** A word as candidates() spells its term (`Groups'` → `group`); '' where it has no letter or digit. */
+export function termOf(raw: string): string {
+  const word = raw.match(WORD)?.[0];
+  return word ? singularWord(lowerWord(word)) : '';
+}
+
 /**
  * Key words and phrases of a text: content words (singular), adjacent pairs of them, and capitalised words inside
  * a sentence (names). Deterministic; no language model.
@@ -56,11 +72,11 @@ export function candidates(text: string): Map<string, Candidate> {
     let prev: string | null = null;
     let first = true;
     for (const raw of chunk.match(WORD) ?? []) {
-      const lower = raw.toLowerCase().replace(/['’](s|t|d|ll|re|ve|m)$/u, '').replace(/['’_-]+$/u, '');
+      const lower = lowerWord(raw);
       const isName = !first && /^\p{Lu}/u.test(raw) && lower !== 'i' && lower.length >= 2;
       first = false;
       if (!contentWord(lower) && !(isName && !STOPWORDS.has(lower) && !TITLES.has(lower))) { prev = null; continue; }
-      const term = lower.includes('-') ? lower.split('-').map(singular).join('-') : singular(lower);
+      const term = singularWord(lower);
       add(term, isName, false);
       if (prev !== null) add(`${prev}-${term}`, false, true);
       prev = term;

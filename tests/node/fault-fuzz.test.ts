@@ -47,6 +47,7 @@ const METHODS: Record<string, fc.Arbitrary<unknown[]>> = {
   conversations: fc.tuple(),
   turns: fc.tuple(hostileConversationId, range(20)),
   tags: fc.tuple(hostileConversationId),
+  topics: fc.tuple(hostileConversationId, often(fc.record({ limit: often(fc.integer({ min: -1, max: 300 })) }, { requiredKeys: [] }))),
   compact: fc.tuple(hostileConversationId),
   summaries: fc.tuple(hostileConversationId, often(fc.record({ kind: often(fc.constantFrom('segment', 'rollup', 'master', 'tag')) }, { requiredKeys: [] }))),
   regenerateSummaries: fc.tuple(hostileConversationId, often(fc.record({ ids: often(fc.array(hostileString, { maxLength: 3 })), lazy: often(fc.boolean()) }, { requiredKeys: [] }))),
@@ -253,7 +254,7 @@ async function wrongResult(name: string, args: unknown[], result: unknown, targe
   } else if (name === 'turns') {
     const seqs = (result as { seq: number }[]).map((t) => t.seq);
     if (seqs.some((s, i) => i > 0 && s <= seqs[i - 1]!)) return 'turns out of order';
-  } else if (['conversations', 'tags', 'pins', 'summaries', 'tools', 'aliases.list', 'aliases.suggest'].includes(name)) {
+  } else if (['conversations', 'tags', 'topics', 'pins', 'summaries', 'tools', 'aliases.list', 'aliases.suggest'].includes(name)) {
     if (!Array.isArray(result)) return `${name} did not give an array`;
   } else if (name === 'export' && typeof args[0] === 'string') {
     const ids = (result as { conversations: { id: string }[] }).conversations.map((c) => c.id);

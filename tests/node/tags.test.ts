@@ -102,6 +102,62 @@ describe('keyword tagger', () => {
   });
 });
 
+describe('topics shown: things, not wording', () => {
+  // Frequent wording (`noted`, `appreciate`, `gonna`) beside things: a name, hobbies, objects.
+  const EXCHANGES: [string, string][] = [
+    ['Melanie signed up for a pottery class downtown.', 'Noted! I appreciate you telling me about the pottery class.'],
+    ['She is gonna glaze her first bowl on Friday.', 'Noted, a glazed bowl sounds lovely.'],
+    ['Melanie is also training for the city marathon.', 'I appreciate the update. How long has she trained for the marathon?'],
+    ['Six months now, she is gonna run it in October.', 'Noted. October is a good month for running.'],
+    ['Her pottery teacher says her vases are improving.', 'I appreciate hearing that, vases are hard to throw.'],
+    ['Melanie wants to sell mugs at the spring market.', 'Noted, the spring market could be a fine start.'],
+    ['The marathon route goes past the old harbour.', 'I appreciate the detail, the harbour must be scenic.'],
+    ['I am gonna cheer for her near the finish line.', 'Noted, bring a sign for the finish line.'],
+    ['My garden tomatoes finally ripened this week.', 'Ripe tomatoes are worth the wait.'],
+    ['We had tomatoes with basil from the garden for dinner.', 'Basil and tomatoes go well together.'],
+    ['I read a novel about sailing last night.', 'Sailing stories can be gripping.'],
+    ['The novel ended on a quiet island.', 'A quiet island is a fitting end.'],
+    ['Our kitchen sink has been leaking since Monday.', 'A leaking sink often needs a new washer.'],
+    ['The plumber replaced the washer under the sink.', 'Good, a new washer should stop it.'],
+    ['I bought a secondhand bicycle for commuting.', 'A bicycle makes commuting cheaper.'],
+    ['The bicycle needed new brakes already.', 'Brakes wear quickly on used bikes.'],
+    ['Our neighbour adopted a rescue greyhound.', 'Greyhounds are gentle companions.'],
+    ['The greyhound sleeps on their porch all day.', 'Greyhounds love long naps.'],
+  ];
+  const WORDING = ['noted', 'appreciate', 'gonna'];
+
+  it('topics() and the topics hint name the things talked about, not the wording around them', async () => {
+    memory = await createMemory({ contextWindow: 600, reserveTokens: 100, protectedRecentTurns: 2 });
+    for (const [i, [question, reply]] of EXCHANGES.entries()) {
+      await memory.onTurnComplete({ conversationId: 'c', messages: [user(question, { id: `u${i}` }), assistant(reply, { id: `a${i}` })] });
+    }
+    // Retrieval keeps every tag: the wording is tagged, on several exchanges, and under the background share.
+    const tags = new Map((await memory.tags('c')).map((t) => [t.tag, t.units]));
+    for (const w of WORDING) expect(tags.get(w), w).toBeGreaterThanOrEqual(3);
+    const topics = (await memory.topics('c')).map((t) => t.tag);
+    expect(topics).toEqual(expect.arrayContaining(['melanie', 'pottery', 'marathon']));
+    for (const w of WORDING) expect(topics).not.toContain(w);
+    // Most used first, at most `limit`, each on more than one exchange.
+    expect(topics[0]).toBe('melanie');
+    expect((await memory.topics('c', { limit: 2 })).map((t) => t.tag)).toEqual(topics.slice(0, 2));
+    expect((await memory.topics('c')).every((t) => t.units > 1)).toBe(true);
+    expect(await memory.topics('nobody')).toEqual([]);
+    for (const limit of [0, 1.5, 201, '3', null]) {
+      await expect(memory.topics('c', { limit } as never), String(limit)).rejects.toMatchObject({ name: 'PagewiseError', code: 'INVALID_ARGUMENT' });
+    }
+    await expect(memory.topics('c', 7 as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+
+    const broad = await memory.onMessageInbound({ conversationId: 'c', message: user('What have we talked about so far?') });
+    expect(broad.broad).toBe(true);
+    const hint = broad.prependText.match(/<context-topics>[\s\S]*<\/context-topics>/)?.[0] ?? '';
+    expect(hint).toMatch(/^- melanie \(3 exchanges\)/m);
+    expect(hint).toMatch(/^- pottery /m);
+    expect(hint).toMatch(/^- marathon /m);
+    // Neither a topic nor a tag it comes with.
+    for (const w of WORDING) expect(hint).not.toMatch(new RegExp(`\\b${w}\\b`));
+  });
+});
+
 describe('broad and temporal detection', () => {
   const now = Date.parse('2023-07-10T12:00:00Z');
   it.each([

@@ -135,6 +135,7 @@ describe('values that cannot be read (a revoked Proxy, a getter that throws): ty
     ['onMessageInbound history: revoked', (m) => m.onMessageInbound({ conversationId: 'c', message: user('x'), history: revoked() }), 'INVALID_ARGUMENT'],
     ['forget messageIds: revoked', (m) => m.forget({ conversationId: 'c', messageIds: revoked() }), 'INVALID_ARGUMENT'],
     ['turns range: revoked', (m) => m.turns('c', revoked({})), 'INVALID_ARGUMENT'],
+    ['topics options: revoked', (m) => m.topics('c', revoked({})), 'INVALID_ARGUMENT'],
     ['import(revoked)', (m) => m.import(revoked({})), 'INVALID_ARGUMENT'],
     ['import conversations: revoked', (m) => m.import(exported(revoked())), 'INVALID_ARGUMENT'],
     ['import a conversation: revoked', (m) => m.import(exported([revoked({})])), 'INVALID_ARGUMENT'],
