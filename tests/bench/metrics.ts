@@ -35,6 +35,10 @@ export class Table {
     list.push(value);
     if (category !== 'ALL') this.add('ALL', column, value);
   }
+  /** A column's mean in a category (NaN when it has none). */
+  mean(category: string, column: string): number {
+    return mean(this.rows.get(category)?.get(column) ?? []);
+  }
   print(title: string, columns: string[], digits: Record<string, number> = {}): void {
     console.log(`\n${title}`);
     const header = ['category', 'n', ...columns];

@@ -3,7 +3,8 @@
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
-//          --hint=off  --tagger=keyword|embedding  --split=tune|report (LoCoMo 26/30/41 and LongMemEval's even questions to tune on; the rest to report)
+//          --hint=off  --tagger=keyword|embedding  --split=tune|report|holdout (see below)  --repeat=N (spread over N runs)
+//          recall sets: locomo, realtalk, adversarial, longmemeval — each against BM25, vector and hybrid at equal tokens
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
@@ -25,11 +26,13 @@ import { chatReplayBench } from './chat-replay.js';
 import { vectorScaleBench } from './vector-scale.js';
 import { embeddingBench } from './embedding.js';
 import { longRunBench, parseLongRunArgs } from './long-run.js';
-import { type BenchConversation, loadAdversarial, loadLocomo, loadLongMemEval } from './datasets.js';
+import { type BenchConversation, loadAdversarial, loadLocomo, loadLongMemEval, loadRealtalk } from './datasets.js';
+import { createVectorStore, normalize } from '../../src/embed/vector-store.js';
+import type { Embedder } from '../../src/types.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const only = new Set((args.get('only') ?? 'tokenizers,locomo,longmemeval,adversarial,synthetic,compaction,chat,embedding,vectors').split(','));
+const only = new Set((args.get('only') ?? 'tokenizers,locomo,realtalk,longmemeval,adversarial,synthetic,compaction,chat,embedding,vectors').split(','));
 const mode = args.get('embed') ?? 'live';
 const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' })) : { provider: 'transformers' as const };
 // A cached embedder is an Embedder object: it must know its width before createMemory checks it.
@@ -41,6 +44,10 @@ const options: MemoryOptions = {
   embedder, ...(args.get('hint') === 'off' ? { topicsHint: false } : {}), ...(args.has('tagger') ? { tagger: args.get('tagger') as 'embedding' } : {}), ...(args.has('threshold') ? { similarityThreshold: Number(args.get('threshold')) } : {}),
 };
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
+// The baselines' question vectors: the same model pagewise runs (its stored turn vectors are read from its database).
+const queryEmbedder: Embedder | null = embedder === false ? null : 'embed' in embedder ? embedder : transformersEmbedder({ provider: 'transformers' });
+// Reciprocal rank fusion's textbook constant for the hybrid baseline (Cormack et al. 2009).
+const HYBRID_K = 60;
 
 // --storage=file: each conversation in a database file (fileStorage, every commit synced) instead of in memory.
 const benchDir = args.get('storage') === 'file' ? mkdtempSync(join(tmpdir(), 'pagewise-bench-')) : null;
@@ -97,6 +104,9 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
     if (embedder && 'save' in embedder) embedder.save();
     const turns = await store.range(conv.id, 0, 1_000_000);
     const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer, t, tokenizer.count(t.text))]));
+    // The vector baseline searches pagewise's own stored vectors (int8, one per turn) exactly, with the question's.
+    const model = queryEmbedder ? (await driver.query<{ m: string }>('SELECT DISTINCT model_id AS m FROM embeddings WHERE conversation_id = ?', [conv.id]))[0]?.m : undefined;
+    const stored = model ? await createVectorStore(driver).load(conv.id, model, 'turn') : [];
     for (const q of conv.questions) {
       const message: ChatMessage = { role: 'user', content: q.question };
       const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message, ...(q.now ? { now: q.now } : {}) }));
@@ -117,15 +127,36 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
       const match = ftsMatch(queryTerms(q.question));
       const hits = match ? await store.search(conv.id, match, 400) : [];
       const bm25 = fill(hits.map((h) => turns[h.seq]!), cost, budget, false);
+      let vector: ReturnType<typeof fill> | null = null;
+      let hybrid: ReturnType<typeof fill> | null = null;
+      if (queryEmbedder && stored.length > 0) {
+        const qv = normalize(await queryEmbedder.embedQuery!(q.question));
+        const scored = stored.map((v) => {
+          let dot = 0;
+          for (let i = 0; i < qv.length; i++) dot += qv[i]! * v.vector[i]!;
+          return { seq: v.ref, score: dot * v.scale };
+        }).sort((a, b) => b.score - a.score || b.seq - a.seq);
+        vector = fill(scored.map((h) => turns[h.seq]!), cost, budget, false);
+        // Reciprocal rank fusion of the two rankings over whole turns (k = 60), ties to the newer turn.
+        const rrf = new Map<number, number>();
+        hits.forEach((h, r) => rrf.set(h.seq, (rrf.get(h.seq) ?? 0) + 1 / (HYBRID_K + r + 1)));
+        scored.forEach((h, r) => rrf.set(h.seq, (rrf.get(h.seq) ?? 0) + 1 / (HYBRID_K + r + 1)));
+        hybrid = fill([...rrf].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([seq]) => turns[seq]!), cost, budget, false);
+      }
       // A broad question is answered by a view of every part of the conversation: the share of parts it shows.
       const share = (ids: ReadonlySet<string>) => q.groups ? q.groups.filter((g) => g.some((id) => ids.has(id))).length / q.groups.length : evidenceShare(q.evidence, ids);
       table.add(q.category, 'evidence', share(present));
       table.add(q.category, 'ev recent', share(recent.ids));
       table.add(q.category, 'ev bm25', share(bm25.ids));
+      if (vector && hybrid) {
+        table.add(q.category, 'ev vector', share(vector.ids));
+        table.add(q.category, 'ev hybrid', share(hybrid.ids));
+      }
       if (q.answer !== null) {
         table.add(q.category, 'answer', answerShare(q.answer, text));
         table.add(q.category, 'ans recent', answerShare(q.answer, recent.text));
         table.add(q.category, 'ans bm25', answerShare(q.answer, bm25.text));
+        if (hybrid) table.add(q.category, 'ans hybrid', answerShare(q.answer, hybrid.text));
       }
       table.add(q.category, 'tokens', ctx.budget.total);
       table.add(q.category, 'memory', ctx.budget.memory);
@@ -134,7 +165,11 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
   }
   const turnCount = conversations.reduce((n, c) => n + c.batches.reduce((m, b) => m + b.length, 0), 0);
   table.print(`${name}: ${conversations.length} conversations, ${turnCount} turns, contextWindow ${opts.contextWindow}, reserve ${opts.reserveTokens ?? 'default'}, compaction ${opts.compaction === false ? 'off' : 'on'}, embeddings ${opts.embedder === false ? 'off' : embedderName}, storage ${benchDir ? 'fileStorage' : 'in memory'} (baselines at pagewise's token count)`,
-    ['evidence', 'ev recent', 'ev bm25', 'answer', 'ans recent', 'ans bm25', 'tokens', 'memory'], { tokens: 0, memory: 0 });
+    ['evidence', 'ev recent', 'ev bm25', 'ev vector', 'ev hybrid', 'answer', 'ans bm25', 'ans hybrid', 'tokens', 'memory'], { tokens: 0, memory: 0 });
+  const all = (c: string) => table.mean('ALL', c);
+  const best = Math.max(...['ev bm25', 'ev vector', 'ev hybrid'].map(all).filter((x) => !Number.isNaN(x)));
+  console.log(`pagewise ${all('evidence').toFixed(3)} vs the best simple retriever ${best.toFixed(3)}: ${(all('evidence') - best >= 0 ? '+' : '')}${(all('evidence') - best).toFixed(3)}`);
+  results.push({ name, evidence: all('evidence'), best });
   const order = ['prefix', 'topics', 'summary', 'recall', 'recall+neighbours', 'history', 'recent', 'message'];
   console.log(`tokens per question, mean (in blocks holding an evidence turn): ${[...spent].sort((a, b) => order.indexOf(a[0]) - order.indexOf(b[0]))
     .map(([k, v]) => `${k === 'topics' ? 'hint' : k} ${(v.tokens / asked).toFixed(0)} (${(v.evidence / asked).toFixed(0)})`).join(' · ')}`);
@@ -234,16 +269,35 @@ async function compactionBench(): Promise<void> {
 
 console.log(`pagewise bench · node ${process.version} · ${new Date().toISOString()}`);
 if (only.has('tokenizers')) await tokenizerBench();
-// --split=tune|report: constants are chosen on the tuning part (LoCoMo 26, 30, 41; LongMemEval's even-numbered
-// questions) and reported on the other, so that a figure says how a change carries to conversations it was not tuned on.
+// --split=tune|report|holdout: constants are chosen on the tuning part and reported on the report part; the holdout
+// part is looked at only when a change is done (it says how a change carries to conversations nobody tuned on):
+//   LoCoMo      tune conv-26, conv-30 · report conv-41, conv-42 · holdout conv-43
+//   LongMemEval question i: tune i % 3 = 0 · report i % 3 = 1 · holdout i % 3 = 2
+//   REALTALK    tune Chat_1 · report Chat_5 · holdout Chat_8
+//   adversarial one conversation of 30 probes, whole in every part
 const split = args.get('split');
-const TUNE_LOCOMO = new Set(['conv-26', 'conv-30', 'conv-41']);
-const part = <T extends { id: string }>(all: T[], tune: (c: T, i: number) => boolean): T[] =>
-  split === 'tune' ? all.filter(tune) : split === 'report' ? all.filter((c, i) => !tune(c, i)) : all;
-const splitName = split ? `, ${split} split` : '';
-if (only.has('locomo')) await recallBench(`LoCoMo (dev: 5 conversations${splitName})`, part(loadLocomo(), (c) => TUNE_LOCOMO.has(c.id)));
-if (only.has('adversarial')) await recallBench('Adversarial (written here: 120 turns, four domains sharing their words, 30 probes)', loadAdversarial());
-if (only.has('longmemeval')) await recallBench(`LongMemEval_S (dev: 60 questions, one haystack each${splitName})`, part(loadLongMemEval(), (_, i) => i % 2 === 0));
+const PARTS = ['tune', 'report', 'holdout'];
+if (split !== undefined && !PARTS.includes(split)) throw new Error(`--split must be one of ${PARTS.join(', ')}`);
+const part = <T extends { id: string }>(all: T[], which: (c: T, i: number) => string): T[] => (split ? all.filter((c, i) => which(c, i) === split) : all);
+const splitName = split ? `, ${split} part` : '';
+const results: { name: string; evidence: number; best: number }[] = [];
+// --repeat=N: each recall set N times from scratch (fresh memories), to print the spread of the figures.
+const repeat = Number(args.get('repeat') ?? 1);
+for (let r = 0; r < repeat; r++) {
+  if (only.has('locomo')) await recallBench(`LoCoMo (dev: 5 conversations${splitName})`, part(loadLocomo(), (c) => ({ 'conv-26': 'tune', 'conv-30': 'tune', 'conv-41': 'report', 'conv-42': 'report' })[c.id] ?? 'holdout'));
+  if (only.has('realtalk')) await recallBench(`REALTALK (real chats: 3 of 10${splitName})`, part(loadRealtalk(), (c) => ({ Chat_1_Emi_Elise: 'tune', Chat_5_Nicolas_Nebraas: 'report' })[c.id] ?? 'holdout'));
+  if (only.has('adversarial')) await recallBench('Adversarial (written here: 120 turns, four domains sharing their words, 30 probes)', loadAdversarial());
+  if (only.has('longmemeval')) await recallBench(`LongMemEval_S (dev: 60 questions, one haystack each${splitName})`, part(loadLongMemEval(), (_, i) => PARTS[i % 3]!));
+}
+if (results.length > 0) {
+  console.log('\nEvidence, pagewise vs the best of BM25, vector and hybrid at equal tokens:');
+  for (const name of [...new Set(results.map((x) => x.name))]) {
+    const runs = results.filter((x) => x.name === name);
+    const ev = runs.map((x) => x.evidence);
+    const spread = runs.length > 1 ? ` (runs ${ev.map((x) => x.toFixed(3)).join(', ')}; spread ${(Math.max(...ev) - Math.min(...ev)).toFixed(3)})` : '';
+    console.log(`  ${name}: ${ev[0]!.toFixed(3)} vs ${runs[0]!.best.toFixed(3)} (${(ev[0]! - runs[0]!.best >= 0 ? '+' : '')}${(ev[0]! - runs[0]!.best).toFixed(3)})${spread}`);
+  }
+}
 if (only.has('synthetic')) await syntheticBench();
 if (only.has('compaction')) await compactionBench();
 if (only.has('chat')) await chatReplayBench(mode === 'off' ? false : { provider: 'transformers' });
