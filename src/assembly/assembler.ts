@@ -316,7 +316,7 @@ function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: Tokenizer
 
 /**
  * Chooses recalled turns within `budget`: every block's hits in rank order, then the turns that complete them, then
- * their neighbours. Remembers the order of additions so the exact recount can undo the last ones.
+ * their neighbours; then the same for the spare blocks. Remembers the order of additions so the exact recount can undo the last ones.
  */
 function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokenizer, empty: string, view: TurnView) {
   const costs = new Map<TurnRecord, number>();
@@ -336,9 +336,13 @@ function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokeniz
     used += c;
     for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
   };
-  for (const b of blocks) tryAdd(b, b.hits, true);
-  for (const b of blocks) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
-  for (const b of blocks) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
+  // The blocks wanted, then the spare ones with what budget they leave: each set hits first, then the turns that
+  // complete them, then their neighbours.
+  for (const set of [blocks.filter((b) => !b.spare), blocks.filter((b) => b.spare)]) {
+    for (const b of set) tryAdd(b, b.hits, true);
+    for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
+    for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
+  }
   return {
     turns: () => order,
     cost,

@@ -21,6 +21,11 @@ export interface RecallBlock {
   tags: string[];
   priority: number;
   reason: string;
+  /**
+   * Past the blocks wanted: taken only with the recall budget they leave (hits, then the turns that complete them,
+   * then neighbours), so that a conversation of short messages fills its budget with what ranks next.
+   */
+  spare?: boolean;
 }
 
 export interface RecallQuery {
@@ -63,6 +68,10 @@ const VECTOR_K = 10;
 
 // Units expanded into blocks beyond the `limit` wanted.
 const EXTRA = 8;
+
+// Spare blocks, per block wanted: what fills a budget the first blocks leave (real chats: 16 blocks of three short
+// messages took 1,440 of ~2,200 memory tokens; REALTALK report part evidence 0.601 → 0.629, LoCoMo unchanged).
+const SPARE_PER_BLOCK = 3;
 
 function round(x: number): number {
   return Number(x.toPrecision(4));
@@ -181,8 +190,8 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     lists.push({ name: 'speaker', units: bySpeaker.map((f) => f.unit) });
     final = fuse(lists);
   }
-  // A few more than wanted: tag rules may still expire some.
-  const chosen = final.slice(0, q.limit + EXTRA);
+  // A few more than wanted: tag rules may still expire some. Then the spare ones, in fused order.
+  const chosen = final.slice(0, q.limit * (1 + SPARE_PER_BLOCK) + EXTRA);
   await load(chosen.flatMap((f) => {
     const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
     return Array.from({ length: end - f.unit + 3 }, (_, i) => f.unit - 1 + i);
@@ -191,9 +200,10 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   const lastSeq = Math.max(1, ...top.map((f) => f.unit));
 
   const blocks: RecallBlock[] = [];
+  const spares: RecallBlock[] = [];
   const expired: RecallBlock[] = [];
   const queryTags = new Set(q.tagWeights.keys());
-  for (const f of chosen) {
+  for (const [i, f] of chosen.entries()) {
     const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
     const unitTurns: TurnRecord[] = [];
     for (let s = f.unit; s <= end; s++) { const t = bySeq.get(s); if (t && !q.exclude.has(s)) unitTurns.push(t); }
@@ -225,12 +235,15 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
     if (f.lists.includes('speaker')) scores.speaker = true;
     if (f.lists.includes('time')) scores.time = true;
     const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
-    (verdict.expired ? expired : blocks).push(block);
+    (verdict.expired ? expired : i < q.limit + EXTRA ? blocks : spares).push(block);
   }
   const ranked = covering(blocks, stemsOf(q.terms.join(' ')));
-  ranked.forEach((b, i) => { b.scores.rank = i + 1; });
+  const spare = [...ranked.slice(q.limit), ...spares].slice(0, q.limit * SPARE_PER_BLOCK);
+  for (const b of spare) b.spare = true;
+  const all = [...ranked.slice(0, q.limit), ...spare];
+  all.forEach((b, i) => { b.scores.rank = i + 1; });
   const focus = stemsOf([...q.terms, ...q.tagWeights.keys()].join(' ').replace(/-/g, ' '));
-  return { blocks: ranked.slice(0, q.limit), expired, focus };
+  return { blocks: all, expired, focus };
 }
 
 // How much a block that brings question words no better-ranked block has is preferred (a question about two things
