@@ -161,7 +161,8 @@ function registerPrompts(server: McpServer, memory: Memory): void {
     description: 'Ask for a summary of a conversation: its topics and its latest turns (private messages left out).',
     argsSchema: { conversationId: completable(z.string(), ids) },
   }, async ({ conversationId }) => {
-    const topics = (await memory.tags(conversationId)).slice(0, 20).map((t) => `${inline(t.tag)} (${t.units})`).join(', ');
+    // The topics a person would name (things, not wording), as the topics hint shows them.
+    const topics = (await memory.topics(conversationId, { limit: 20 })).map((t) => `${inline(t.tag)} (${t.units})`).join(', ');
     const conv = (await memory.conversations()).find((x) => x.id === conversationId);
     const recent = await memory.turns(conversationId, { from: Math.max(0, (conv?.turns ?? 0) - 20), limit: 20 });
     // Private messages are never sent to an LLM to summarize (ChatMessage.private).
