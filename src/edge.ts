@@ -104,8 +104,8 @@ function reportsIn(path: MethodPath, result: unknown): CompactionReport[] {
   if (path.length !== 1) return [];
   if (path[0] === 'flush' && Array.isArray(result)) return result as CompactionReport[];
   if (path[0] === 'compact') return result ? [result as CompactionReport] : [];
-  if (path[0] === 'onTurnComplete') return (result as { compaction?: CompactionReport | null } | null)?.compaction ? [(result as { compaction: CompactionReport }).compaction] : [];
-  return [];
+  const compaction = path[0] === 'onTurnComplete' ? (result as { compaction?: CompactionReport | null } | null)?.compaction : null;
+  return compaction ? [compaction] : [];
 }
 
 const MAX_IMPORT_TURNS = 10_000;
@@ -208,8 +208,7 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   #notice(reports: readonly CompactionReport[]): void {
     const more = reports.filter((r) => r.more).map((r) => r.conversationId);
     if (more.length === 0) return;
-    const all = this.#unfinished();
-    this.#setUnfinished([...all, ...more.filter((id, i) => !all.includes(id) && more.indexOf(id) === i)]);
+    this.#setUnfinished([...new Set([...this.#unfinished(), ...more])]);
     this.ctx.waitUntil(this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS));
   }
 
