@@ -298,11 +298,11 @@ describe('fileStorage: a process killed while committing', () => {
       const refused = await codeOf(fileStorage(path)());
       expect(refused?.code).toBe('STORAGE_LOCKED');
       expect(refused?.message).toContain(`pid ${proc.pid}`);
-      const exited = new Promise((resolve) => proc.on('exit', resolve));
+      // 'close': the process is gone and its pipes are drained, so every acknowledgement written before it died (and
+      // still on the pipe) has been read — one event-loop turn after 'exit' is not always enough on a busy machine.
+      const closed = new Promise((resolve) => proc.on('close', resolve));
       proc.kill('SIGKILL');
-      await exited;
-      // Acknowledgements that were on the pipe when it died count too.
-      await new Promise((resolve) => setImmediate(resolve));
+      await closed;
       for (const r of rows) acked.add(r);
       for (const g of groups) ackedGroups.add(g);
       expect(existsSync(`${path}.lock`)).toBe(true);
