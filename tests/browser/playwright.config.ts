@@ -1,6 +1,7 @@
 import { defineConfig } from '@playwright/test';
 
-const port = 4179;
+// PAGEWISE_TEST_PORT lets two checkouts run their browser tests side by side (each its own preview server).
+const port = Number(process.env.PAGEWISE_TEST_PORT ?? 4179);
 
 // Debian's Chromium (apt package `chromium`): Playwright cannot download browsers here. The background-networking
 // flags keep Chromium from dialling out, which this machine's closed network refuses.
