@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 // The CLI as a user runs it: a separate Node process, on a database file, reading stdout and the exit code.
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-cli-'));
 const db = join(dir, 'memory.sqlite3');
-const LOCOMO = resolve(import.meta.dirname, '../../../shared/data/locomo/conv-26.json');
+// A short chat written for the tests in LoCoMo's format (tests never read ../shared: a clone stands alone).
+const LOCOMO = resolve(import.meta.dirname, '../fixtures/locomo/priya-tom.json');
 const cli = (...args: string[]) => {
   const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../../src/cli.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
   return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) as Record<string, unknown> };
@@ -15,36 +16,38 @@ const cli = (...args: string[]) => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('npx pagewise (the CLI)', () => {
-  it('imports LoCoMo with progress, then status, retrieve, transform, tags, forget, export and import on the file', () => {
+  it('imports a LoCoMo file with progress, then status, retrieve, transform, tags, forget, export and import on the file', () => {
     const imported = cli('import', LOCOMO, '--db', db, '--embedder', 'off', '--json');
     expect(imported.code, imported.err).toBe(0);
-    expect(imported.json()).toEqual({ conversations: ['conv-26'], stored: 419 });
-    expect(imported.err).toMatch(/import: \d+\/214 batches/);
+    expect(imported.json()).toEqual({ conversations: ['priya-tom'], stored: 61 });
+    expect(imported.err).toMatch(/import: \d+\/32 batches/);
     const status = cli('status', '--db', db, '--json');
-    expect((status.json().conversations as { id: string; turns: number }[])[0]).toMatchObject({ id: 'conv-26', turns: 419 });
-    const retrieved = cli('retrieve', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000', '--json');
+    expect((status.json().conversations as { id: string; turns: number }[])[0]).toMatchObject({ id: 'priya-tom', turns: 61 });
+    const retrieved = cli('retrieve', '-c', 'priya-tom', '-m', "What is the name of Priya's cat?", '--db', db, '--embedder', 'off', '--window', '1024', '--json');
     expect(retrieved.code).toBe(0);
     const r = retrieved.json() as { manifest: { kind: string; sourceIds: string[] }[]; budget: { total: number; available: number } };
     expect(r.budget.total).toBeLessThanOrEqual(r.budget.available);
-    expect(r.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds)).toContain('D2:8'); // the dataset's evidence: adoption agencies
-    const transformed = cli('transform', '-c', 'conv-26', '-m', 'What did Caroline research?', '--db', db, '--embedder', 'off', '--window', '3000');
+    expect(r.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds)).toContain('D2:9'); // the evidence: "Biscuit. She already knocked a plant off…"
+    const transformed = cli('transform', '-c', 'priya-tom', '-m', "What is the name of Priya's cat?", '--db', db, '--embedder', 'off', '--window', '1024');
     expect(transformed.out).toContain('<prior-conversation>');
-    expect(transformed.out).toMatch(/<turn role="user"[^\n]*>\nWhat did Caroline research\?\n<\/turn>/);
-    expect(cli('tags', '-c', 'conv-26', '--db', db, '--json').json()).toEqual(expect.arrayContaining([expect.objectContaining({ tag: 'caroline' })]));
-    const forgot = cli('forget', '-c', 'conv-26', '--message', 'D1:3', '--db', db, '--embedder', 'off', '--json');
+    expect(transformed.out).toMatch(/<turn role="user"[^\n]*>\nWhat is the name of Priya's cat\?\n<\/turn>/);
+    expect(cli('tags', '-c', 'priya-tom', '--db', db, '--json').json()).toEqual(expect.arrayContaining([expect.objectContaining({ tag: 'biscuit' })]));
+    const forgot = cli('forget', '-c', 'priya-tom', '--message', 'D1:3', '--db', db, '--embedder', 'off', '--json');
     expect(forgot.json()).toMatchObject({ messageIds: ['D1:3'], conversationRemoved: false });
+    // The count is of the turns stored, not the highest position (a forget leaves a gap).
+    expect((cli('status', '--db', db, '--json').json().conversations as { turns: number }[])[0]!.turns).toBe(60);
     const file = join(dir, 'export.json');
     expect(cli('export', '-o', file, '--db', db, '--json').json()).toEqual({ file, conversations: 1 });
     const copy = join(dir, 'copy.sqlite3');
-    expect(cli('import', file, '--db', copy, '--embedder', 'off', '--json').json()).toMatchObject({ turns: 418, skipped: 0 });
-    expect((JSON.parse(readFileSync(file, 'utf8')) as { conversations: { turns: unknown[] }[] }).conversations[0]!.turns).toHaveLength(418);
+    expect(cli('import', file, '--db', copy, '--embedder', 'off', '--json').json()).toMatchObject({ turns: 60, skipped: 0 });
+    expect((JSON.parse(readFileSync(file, 'utf8')) as { conversations: { turns: unknown[] }[] }).conversations[0]!.turns).toHaveLength(60);
   });
 
   it('replays a benchmark file in memory and prints the evidence found', () => {
     const replay = cli('replay', LOCOMO, '--embedder', 'off', '--window', '3000', '--json');
     expect(replay.code, replay.err).toBe(0);
     const out = replay.json() as { questions: number; evidenceShare: number };
-    expect(out.questions).toBe(199);
+    expect(out.questions).toBe(15);
     expect(out.evidenceShare).toBeGreaterThan(0.5);
   });
 
