@@ -266,6 +266,7 @@ export interface AssembledContext {
 /** A conversation as listed by `memory.conversations()`. */
 export interface ConversationInfo {
   id: string;
+  /** Turns stored now (forgotten ones are not counted). */
   turns: number;
   createdAt: string;
   updatedAt: string;

@@ -138,7 +138,8 @@ export function createTurnStore(driver: StorageDriver) {
   const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
     (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
   // Turn count and speaker names of the most recently used conversations, kept current by append(): every question
-  // needs them. Seqs run from 0 without gaps (turns are never deleted), so the count is MAX(seq) + 1, one index seek;
+  // needs them. Seqs run from 0 in append order, so MAX(seq) + 1 (one index seek) bounds them — after a forget it
+  // can be more than the turns stored (forget leaves gaps), so what callers are told is COUNT(*) instead;
   // the speakers are read once per conversation (a scan), only when asked for. Conversations without turns are not
   // kept (unknown ids cost nothing), and the cache is bounded.
   const facts = new Lru<string, { turns: number; speakers: Set<string> | null }>(CACHED_CONVERSATIONS);
@@ -166,10 +167,11 @@ export function createTurnStore(driver: StorageDriver) {
     return appendRows(conversationId, base, turns, countKey, nowIso);
   }
 
+  // What callers are told is the turns stored (a forget leaves gaps in seq, so not MAX(seq) + 1).
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
       const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
-        `SELECT c.id, c.created_at, c.updated_at, (SELECT COALESCE(MAX(t.seq), -1) + 1 FROM turns t WHERE t.conversation_id = c.id) AS turns
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
          FROM conversations c WHERE c.id = ?`, [id]);
       const r = rows[0];
       return r ? { id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at } : null;
@@ -177,7 +179,7 @@ export function createTurnStore(driver: StorageDriver) {
 
     async conversations(): Promise<ConversationInfo[]> {
       const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
-        `SELECT c.id, c.created_at, c.updated_at, (SELECT COALESCE(MAX(t.seq), -1) + 1 FROM turns t WHERE t.conversation_id = c.id) AS turns
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
          FROM conversations c ORDER BY c.updated_at DESC, c.id`);
       return rows.map((r) => ({ id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at }));
     },

@@ -82,6 +82,8 @@ describe('forget', () => {
     expect(report).toMatchObject({ conversationRemoved: false, messageIds: ['u3', 'a3', 'u10', 'a10'] });
     const ids = (await memory.turns('c')).map((t) => t.id);
     expect(ids).toHaveLength(76);
+    // What conversations() says is what is stored (it once said 80: the highest position + 1).
+    expect((await memory.conversations()).find((c) => c.id === 'c')).toMatchObject({ turns: 76 });
     expect(ids).not.toContain('u3');
     expect(ids).toContain('u4');
     expect(await memory.pins('c')).toEqual([]);
