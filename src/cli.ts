@@ -344,6 +344,17 @@ async function run(memory: Memory, command: string, rest: string[], c: Context):
   throw new UsageError(`unknown command "${command}"`);
 }
 
+// The engine's errors say how to fix things in API terms; at the command line the fix is a command.
+const CLI_WORDS: [string, string][] = [
+  ['memory.conversations()', '`pagewise status`'],
+  ['memory.export()', '`pagewise export`'],
+  ['memory.turns()', '`pagewise export -c ID`'],
+  ['memory.tags()', '`pagewise tags -c ID`'],
+  ['memory.forget()', '`pagewise forget`'],
+  ['memory.close()', 'stop the process that holds it'],
+];
+const inCliWords = (message: string): string => CLI_WORDS.reduce((m, [api, cli]) => m.split(api).join(cli), message);
+
 useJsTiktoken();
 main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (error: unknown) => {
   const json = process.argv.includes('--json');
@@ -353,7 +364,8 @@ main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (error:
     return;
   }
   const e = isPagewiseError(error) ? error : new PagewiseError('STORAGE_ERROR', 'cli', String((error as Error)?.message ?? error));
-  if (json) process.stdout.write(`${JSON.stringify({ error: { code: e.code, message: e.message, ...(e.path ? { path: e.path } : {}) } })}\n`);
-  process.stderr.write(`pagewise: ${e.code}: ${e.message}\n`);
+  const message = inCliWords(e.message);
+  if (json) process.stdout.write(`${JSON.stringify({ error: { code: e.code, message, ...(e.path ? { path: e.path } : {}) } })}\n`);
+  process.stderr.write(`pagewise: ${e.code}: ${message}\n`);
   process.exitCode = 1;
 });

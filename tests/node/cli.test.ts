@@ -58,6 +58,8 @@ describe('npx pagewise (the CLI)', () => {
     const refused = cli('forget', '-c', 'nope', '--db', db, '--embedder', 'off', '--json');
     expect(refused.code).toBe(1);
     expect(refused.json()).toMatchObject({ error: { code: 'CONVERSATION_NOT_FOUND' } });
+    // The fix named as a command, not as the API (it said "List them with memory.conversations()").
+    expect((refused.json().error as { message: string }).message).toMatch(/List them with `pagewise status`\.$/);
     expect(cli('config', 'validate', LOCOMO).code).toBe(1);
     expect(cli('--help').code).toBe(0);
   });
