@@ -15,7 +15,8 @@ export async function streamReply(endpoint: Endpoint, ctx: AssembledContext, onD
   const turns = ctx.messages.filter((m) => m.role === 'user' || m.role === 'assistant').map((m) => ({ role: m.role, content: text(m) }));
   const base = endpoint.baseUrl.replace(/\/+$/, '');
   const anthropic = endpoint.provider === 'anthropic';
-  const response = await fetch(anthropic ? `${base}/v1/messages` : `${base}/chat/completions`, {
+  const url = anthropic ? `${base}/v1/messages` : `${base}/chat/completions`;
+  const response = await fetch(url, {
     method: 'POST',
     headers: anthropic
       ? { 'content-type': 'application/json', 'x-api-key': endpoint.apiKey, 'anthropic-version': '2023-06-01', 'anthropic-dangerous-direct-browser-access': 'true' }
@@ -23,8 +24,13 @@ export async function streamReply(endpoint: Endpoint, ctx: AssembledContext, onD
     body: JSON.stringify(anthropic
       ? { model: endpoint.model, max_tokens: 1024, stream: true, ...(system ? { system } : {}), messages: turns }
       : { model: endpoint.model, stream: true, messages: [...(system ? [{ role: 'system', content: system }] : []), ...turns] }),
+  }).catch((cause: unknown) => {
+    // The browser says only "Failed to fetch": name the URL and what to check.
+    throw new Error(`Could not reach ${url} (${(cause as Error)?.message ?? cause}). Check that the server is running and the base URL is right `
+      + `(${anthropic ? 'e.g. https://api.anthropic.com' : 'e.g. http://localhost:11434/v1 for Ollama'}), and that it allows requests from ${location.origin} (CORS; `
+      + `for Ollama set OLLAMA_ORIGINS). Your message is kept: send it again.`, { cause });
   });
-  if (!response.ok || !response.body) throw new Error(`the model answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+  if (!response.ok || !response.body) throw new Error(`${url} answered ${response.status} ${response.statusText}: ${(await response.text()).slice(0, 300)}`);
   let reply = '';
   await readSse(response.body, (data) => {
     if (data === '[DONE]') return;

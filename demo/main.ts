@@ -1,5 +1,5 @@
 import { get, set } from 'idb-keyval';
-import { connect, type Memory } from '../src/client.js';
+import { connect, type ConnectedMemory, type StorageStatus } from '../src/client.js';
 import { parseConversationFile, type ImportedConversation } from '../src/formats.js';
 import { resolveOptions } from '../src/options.js';
 import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/types.js';
@@ -7,17 +7,24 @@ import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
 import { $, el } from './dom.js';
 import { clearInspector, jump, renderContext } from './inspector.js';
+import { EXAMPLE, EXAMPLE_QUESTION } from './example.js';
 
 type Provider = 'offline' | 'openai' | 'anthropic';
 interface Settings {
   provider: Provider; baseUrl: string; model: string; apiKey: string;
-  contextWindow: number; reserveTokens: number; memoryTokens: number; protectedRecentTurns: number;
+  contextWindow: number; reserveTokens: number; targetTokens: number; memoryTokens: number; protectedRecentTurns: number;
 }
-const ENGINE_KEYS = ['contextWindow', 'reserveTokens', 'memoryTokens', 'protectedRecentTurns'] as const;
+// The memory settings the engine takes. The demo's defaults (index.html) are small on purpose: a history target of
+// 128 tokens means a conversation of a few messages is no longer sent whole, so recall shows within a short chat.
+const ENGINE_KEYS = ['contextWindow', 'reserveTokens', 'targetTokens', 'memoryTokens', 'protectedRecentTurns'] as const;
+// The form's names for the engine's options, for messages a person reads.
+const LABELS: Record<string, string> = {
+  contextWindow: 'context window', reserveTokens: 'reserve', targetTokens: 'history target', memoryTokens: 'memory tokens', protectedRecentTurns: 'protected turns',
+};
 
 const settingsForm = $<HTMLFormElement>('settings');
 const statusEl = $('status');
-let memory: Memory | undefined;
+let memory: ConnectedMemory | undefined;
 // The engine being started; sends wait for it instead of being lost during a restart.
 let starting: Promise<void> = Promise.resolve();
 let settings: Settings;
@@ -26,6 +33,8 @@ let last: AssembledContext | undefined;
 // Replay: the loaded file's questions, and the evidence of the one asked last.
 let replay: ImportedConversation | undefined;
 let evidence = new Set<string>();
+// The open conversation's turn numbers by id: the inspector names sources as the chat does (#13).
+let seqs = new Map<string, number>();
 
 // Each request's context, by the id of the message it was assembled for (the last 40 of a conversation, kept with
 // idb-keyval so a reload keeps them): a stored turn's "inspect" shows what was sent with it.
@@ -61,7 +70,7 @@ function readForm(): Settings {
   const n = (k: string) => Number(f.get(k));
   return {
     provider: String(f.get('provider')) as Provider, baseUrl: String(f.get('baseUrl') ?? '').trim(), model: String(f.get('model') ?? '').trim(),
-    apiKey: String(f.get('apiKey') ?? ''), contextWindow: n('contextWindow'), reserveTokens: n('reserveTokens'), memoryTokens: n('memoryTokens'),
+    apiKey: String(f.get('apiKey') ?? ''), contextWindow: n('contextWindow'), reserveTokens: n('reserveTokens'), targetTokens: n('targetTokens'), memoryTokens: n('memoryTokens'),
     protectedRecentTurns: n('protectedRecentTurns'),
   };
 }
@@ -76,9 +85,10 @@ function writeForm(s: Settings): void {
 /** Checks settings before anything is saved: the engine's own validation, and a usable endpoint. */
 function validate(s: Settings): string | null {
   try {
-    resolveOptions({ contextWindow: s.contextWindow, reserveTokens: s.reserveTokens, memoryTokens: s.memoryTokens, protectedRecentTurns: s.protectedRecentTurns });
+    resolveOptions(Object.fromEntries(ENGINE_KEYS.map((k) => [k, s[k]])));
   } catch (e) {
-    return (e as Error).message;
+    // The engine's message, in the form's words: "context window must be an integer ≥ 256 (got 100)."
+    return readable(e).replace(/`(\w+)`/g, (_, k: string) => LABELS[k] ?? k).replace(/\(got number /g, '(got ');
   }
   if (s.provider !== 'offline') {
     try {
@@ -98,9 +108,39 @@ function showMode(): void {
   document.body.dataset.provider = settings.provider;
 }
 
+/** An error's message without pagewise's `[pagewise] [module]` prefix, which is for logs, not for people. */
+function readable(e: unknown): string {
+  const message = (e as { message?: unknown } | null)?.message;
+  return (typeof message === 'string' ? message : String(e)).replace(/^\[pagewise\] \[[^\]]*\] /, '');
+}
+
 function showError(e: unknown, where: HTMLElement = statusEl): void {
-  const err = e as { code?: string; message?: string };
-  where.replaceChildren(el('span', { className: 'error', textContent: `${err.code ?? 'error'}: ${err.message ?? String(e)}` }));
+  const code = (e as { code?: unknown } | null)?.code;
+  const span = el('span', { className: 'error', textContent: readable(e) });
+  // The code stays at hand for developers (and tests) without being the first thing a person reads.
+  if (typeof code === 'string') { span.dataset.code = code; span.title = code; }
+  where.replaceChildren(span);
+}
+
+/** Where the memory lives. In memory only (OPFS could not open): a banner no one can miss. */
+function showStorage(storage: StorageStatus): void {
+  const banner = $('storage-banner');
+  document.body.dataset.storage = storage.persistent === false ? 'memory' : 'opfs';
+  if (storage.persistent === false) {
+    statusEl.textContent = 'ready · in memory only: nothing survives a reload';
+    banner.hidden = false;
+    banner.replaceChildren(el('strong', { textContent: 'Memory will not survive a reload. ' }),
+      'This browser could not open its storage (OPFS — a private window or an old browser?), so this session runs in memory: everything you add is gone when you reload or close the tab. Export a conversation to keep it.',
+      el('span', { className: 'small reason', textContent: ` (${storage.fallbackReason ?? 'no OPFS'})` }));
+  } else {
+    statusEl.textContent = 'ready · SQLite on OPFS in a worker: kept across reloads';
+    banner.hidden = true;
+  }
+}
+
+/** The inspector for `ctx`, its sources named by the chat's turn numbers. */
+function inspect(ctx: AssembledContext): void {
+  renderContext(ctx, { seqOf: (id) => seqs.get(id), targetTokens: settings.targetTokens, protectedRecentTurns: settings.protectedRecentTurns });
 }
 
 const modelEl = $('model');
@@ -137,8 +177,9 @@ async function start(): Promise<void> {
   await memory?.close();
   memory = undefined;
   const options = Object.fromEntries(ENGINE_KEYS.map((k) => [k, settings[k]]));
-  memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
-  statusEl.textContent = 'ready · SQLite on OPFS in a worker';
+  // Where OPFS cannot open, the demo runs in memory for the session rather than not at all, and says so.
+  memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, fallback: 'memory', onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
+  showStorage(memory.storage);
   document.body.dataset.ready = 'true';
   await refresh();
 }
@@ -153,6 +194,8 @@ async function storedTurns(): Promise<StoredTurn[]> {
 
 async function refresh(): Promise<void> {
   await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries(), renderCompactionLog()]);
+  // The new message is stored now: its number can replace "new".
+  if (last) inspect(last);
 }
 
 async function renderConversations(): Promise<void> {
@@ -189,6 +232,9 @@ async function switchTo(id: string): Promise<void> {
 
 async function renderTurns(): Promise<void> {
   const turns = await storedTurns();
+  seqs = new Map(turns.map((t) => [t.id, t.seq]));
+  // First visit (or an empty conversation): one line on what to do, and both ways to start.
+  $('intro').hidden = turns.length > 0;
   const pinned = new Set(memory && turns.length > 0 ? await memory.pins(conversationId) : []);
   $('pins').replaceChildren(...[...pinned].map((id) => el('li', {}, el('a', { href: `#turn-${id}`, title: id, textContent: turns.find((t) => t.id === id)?.text.slice(0, 60) ?? id, onclick: (ev: Event) => { ev.preventDefault(); jump(id); } }))));
   const sent = new Set(last?.manifest.filter((e) => e.kind !== 'recall').flatMap((e) => e.sourceIds));
@@ -202,8 +248,8 @@ async function renderTurns(): Promise<void> {
       onclick: () => { void (pinned.has(t.id) ? memory!.unpin(conversationId, t.id) : memory!.pin(conversationId, t.id)).then(renderTurns, (e) => showError(e)); },
     });
     const seen = inspections.get(t.id);
-    const inspect = seen ? el('button', { type: 'button', className: 'mini inspect', textContent: 'inspect', title: 'Show what was sent with this message', onclick: () => { last = seen; renderContext(seen); void renderTurns(); } }) : '';
-    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspect), t.text);
+    const inspectButton = seen ? el('button', { type: 'button', className: 'mini inspect', textContent: 'inspect', title: 'Show what was sent with this message', onclick: () => { last = seen; inspect(seen); void renderTurns(); } }) : '';
+    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspectButton), t.text);
     if (pinned.has(t.id)) li.classList.add('pinned');
     return li;
   }));
@@ -214,11 +260,13 @@ async function renderTurns(): Promise<void> {
 }
 
 /** The reply's bubble while it streams (or the offline answer, which is shown and not stored). */
-function liveBubble(label: string): HTMLElement {
+function liveBubble(label: string, text = ''): HTMLElement {
   const li = el('li', { className: 'assistant live' }, el('span', { className: 'meta', textContent: label }));
-  const body = el('span', { className: 'body' });
+  const body = el('span', { className: 'body', textContent: text });
   li.append(body);
-  $('turns').append(li);
+  const list = $('turns');
+  list.append(li);
+  list.scrollTop = list.scrollHeight;
   return body;
 }
 
@@ -228,13 +276,13 @@ async function send(text: string): Promise<void> {
   const message: ChatMessage = { id: crypto.randomUUID(), role: 'user', content: text };
   const ctx = await memory.onMessageInbound({ conversationId, message });
   last = ctx;
-  renderContext(ctx);
+  inspect(ctx);
   await keepInspection(message.id!, ctx);
   if (settings.provider === 'offline') {
     // Offline: only the user's message is stored; the answer is made from memory and shown, never remembered.
     await logCompaction((await memory.onTurnComplete({ conversationId, messages: [message] })).compaction);
     await refresh();
-    liveBubble('offline · from memory alone · not stored').textContent = offlineReply(ctx, text);
+    liveBubble('offline · from memory alone · not stored', offlineReply(ctx, text));
     return;
   }
   await renderTurns();
@@ -256,6 +304,15 @@ $<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   // The text stays in the box until it is stored: a refused or failed message is never lost.
   send(text).then(() => { if (input.value.trim() === text) input.value = ''; }, (err: unknown) => showError(err, error))
     .finally(() => { $<HTMLButtonElement>('send').disabled = false; });
+});
+
+// The first-visit example: ten messages sent as if typed, then a question about the second one.
+$<HTMLButtonElement>('example').addEventListener('click', () => {
+  const buttons = [$<HTMLButtonElement>('example'), $<HTMLButtonElement>('send')];
+  for (const b of buttons) b.disabled = true;
+  void (async () => {
+    for (const text of [...EXAMPLE, EXAMPLE_QUESTION]) await send(text);
+  })().catch((err: unknown) => showError(err, $('send-error'))).finally(() => { for (const b of buttons) b.disabled = false; });
 });
 
 const FILLER = ['the weather this week', 'a new pasta recipe', 'weekend hiking plans', 'a podcast episode', 'the football match', 'repainting the kitchen', 'a sci-fi novel', 'learning the guitar'];
@@ -344,7 +401,8 @@ $<HTMLInputElement>('import').addEventListener('change', (e) => {
 function renderQuestions(): void {
   const panel = $('replay-panel');
   panel.hidden = !replay || replay.questions.length === 0;
-  $('questions').replaceChildren(...(replay?.questions ?? []).slice(0, 200).map((q) => el('li', {}, el('button', {
+  // Numbers written out (not list markers): they stay on the question's first line, two digits or three.
+  $('questions').replaceChildren(...(replay?.questions ?? []).slice(0, 200).map((q, i) => el('li', {}, el('span', { className: 'n', textContent: `${i + 1}.` }), el('button', {
     type: 'button', className: 'linkish', textContent: q.question,
     onclick: () => {
       void (async () => {
@@ -352,7 +410,7 @@ function renderQuestions(): void {
         evidence = new Set(q.evidence);
         const ctx = await memory.onMessageInbound({ conversationId, message: { role: 'user', content: q.question }, ...(q.now ? { now: q.now } : {}) });
         last = ctx;
-        renderContext(ctx);
+        inspect(ctx);
         await renderTurns();
         const found = q.evidence.filter((id) => ctx.manifest.some((m) => m.kind !== 'message' && m.sourceIds.includes(id)));
         $('import-status').textContent = `"${q.question}": ${found.length}/${q.evidence.length} evidence turns in the context${q.answer ? ` · answer: ${q.answer}` : ''}`;

@@ -3,9 +3,9 @@ import { installErrorTransfer } from './_comlink-errors.js';
 import type { Memory } from './engine.js';
 import { PagewiseError } from './errors.js';
 import { forwardMemory, invokeMemory } from './memory-methods.js';
-import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './worker-protocol.js';
+import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './worker-protocol.js';
 
-export type { WorkerMemoryOptions, WorkerStorageOptions } from './worker-protocol.js';
+export type { StorageStatus, WorkerMemoryOptions, WorkerStorageOptions } from './worker-protocol.js';
 export type { Memory } from './engine.js';
 export { isPagewiseError, PagewiseError } from './errors.js';
 
@@ -16,6 +16,20 @@ export interface ConnectOptions extends WorkerMemoryOptions, WorkerCallbacks {
    * bundlers that understand `new Worker(new URL(…, import.meta.url))` (Vite, webpack 5) pick up.
    */
   worker?: Worker;
+  /**
+   * Called once, before `connect()` resolves, when OPFS could not open and `fallback: 'memory'` runs the memory in
+   * memory instead: tell the person that nothing will survive a reload. `memory.storage` says the same afterwards.
+   */
+  onStorageFallback?: (status: StorageStatus) => void;
+}
+
+/** What `connect()` gives: the Memory API, and where the memory lives. */
+export interface ConnectedMemory extends Memory {
+  /**
+   * Where the memory lives: `{ vfs: 'opfs-sahpool', persistent: true }` normally; after a fallback
+   * `{ vfs: 'memory', persistent: false, fallbackReason }` — everything is gone after a reload.
+   */
+  readonly storage: StorageStatus;
 }
 
 function defaultWorker(): Worker {
@@ -26,14 +40,21 @@ function defaultWorker(): Worker {
  * Starts the engine in a Web Worker (SQLite on OPFS, survives reloads) and returns an object whose methods match
  * `createMemory()`'s one for one. Errors keep their `code` across the boundary.
  *
+ * Where OPFS cannot open (a private window, an old browser) it fails with `STORAGE_UNAVAILABLE`, unless
+ * `fallback: 'memory'`: then it runs in memory for the session, `memory.storage.persistent` is `false`,
+ * `onStorageFallback` is called and a warning is logged.
+ *
  * @example
  * import { connect } from 'pagewise/client';
  * const memory = await connect({ contextWindow: 32_000 });
  * const ctx = await memory.onMessageInbound({ conversationId: 'c1', message: { role: 'user', content: 'Hi' } });
  */
-export async function connect(options: ConnectOptions = {}): Promise<Memory> {
+export async function connect(options: ConnectOptions = {}): Promise<ConnectedMemory> {
   installErrorTransfer();
-  const { worker: given, onEmbeddingProgress, onModelProgress, ...engineOptions } = options;
+  const { worker: given, onEmbeddingProgress, onModelProgress, onStorageFallback, ...engineOptions } = options;
+  if (onStorageFallback !== undefined && typeof onStorageFallback !== 'function') {
+    throw new PagewiseError('INVALID_OPTIONS', 'client', '`onStorageFallback` must be a function.', { path: 'onStorageFallback' });
+  }
 
   const worker = given ?? defaultWorker();
   const remote: Remote<WorkerApi> = wrap<WorkerApi>(worker);
@@ -46,13 +67,21 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
     remote[releaseProxy]();
     worker.terminate();
   };
+  let opened: StorageStatus | undefined;
   try {
-    await Promise.race([remote.open({ preloadEmbedder: true, ...engineOptions }, onEmbeddingProgress && proxy(onEmbeddingProgress), onModelProgress && proxy(onModelProgress)), failed]);
+    opened = await Promise.race([remote.open({ preloadEmbedder: true, ...engineOptions }, onEmbeddingProgress && proxy(onEmbeddingProgress), onModelProgress && proxy(onModelProgress)), failed]);
   } catch (error) {
     shutdown();
     throw error;
   }
   failed.catch(() => undefined);
+  // A worker of an older serveMemory() answers nothing: it ran on OPFS (it had no fallback).
+  const storage: StorageStatus = Object.freeze(opened ?? { vfs: 'opfs-sahpool', persistent: true, fallbackReason: null });
+  if (storage.fallbackReason !== null) {
+    console.warn(`[pagewise] [client] OPFS could not open, so this memory runs in memory for this session: nothing will survive a reload. (${storage.fallbackReason})`);
+    // The app's handler must not undo the connection: a throw is reported, not passed on.
+    try { onStorageFallback?.(storage); } catch (error) { queueMicrotask(() => { throw error; }); }
+  }
   let closed = false;
   // After close() the proxy is released; answer like the in-process engine does.
   // An argument the structured clone cannot copy (a function, a symbol) fails on this side, before the worker sees it.
@@ -63,6 +92,7 @@ export async function connect(options: ConnectOptions = {}): Promise<Memory> {
       throw new PagewiseError('INVALID_ARGUMENT', 'client', `An argument cannot be sent to the worker (${(error as Error).message}): pass plain data — strings, numbers, arrays and plain objects, no functions or symbols.`, { cause: error });
     });
   return {
+    storage,
     ...forwardMemory((path, args) => open(() => invokeMemory(remote, path, args))),
     async close() {
       if (closed) return;

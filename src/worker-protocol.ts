@@ -11,8 +11,30 @@ export interface WorkerStorageOptions {
   filename?: string;
 }
 
+/**
+ * Where a worker's memory lives, as `connect()` reports it (`memory.storage`), and what `onStorageFallback` is given.
+ */
+export interface StorageStatus {
+  /** `opfs-sahpool`: a database file in the origin's OPFS. `memory`: in the worker's memory. `custom`: `serveMemory({ storage })`'s own. */
+  vfs: 'opfs-sahpool' | 'memory' | 'custom';
+  /** `false`: nothing survives a reload, a closed tab or `close()`. `null`: a custom storage, which pagewise cannot tell. */
+  persistent: boolean | null;
+  /**
+   * Set when OPFS was asked for and could not open, and `fallback: 'memory'` ran the memory in memory instead: why
+   * OPFS failed (the `STORAGE_UNAVAILABLE` error's message). `null` otherwise.
+   */
+  fallbackReason: string | null;
+}
+
 /** Options that cross into the worker: plain data only (no functions, no driver objects). */
 export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer' | 'embedder' | 'onEmbeddingProgress' | 'onModelProgress'> {
+  /**
+   * What to do when OPFS cannot open (a private window, an old browser, storage blocked for the site): `'none'`
+   * (default) fails with `STORAGE_UNAVAILABLE`; `'memory'` runs in memory for the session instead, and says so:
+   * `memory.storage.persistent` is `false` and `onStorageFallback` is called. Other errors (a locked or full
+   * database, bad options) are never turned into a fallback.
+   */
+  fallback?: 'none' | 'memory';
   tokenizer?: 'gpt-tokenizer' | 'js-tiktoken';
   /** The LLM endpoint as data; the worker makes the client. */
   llm?: LlmOptions;
@@ -31,6 +53,6 @@ export interface WorkerCallbacks {
 
 /** What the worker exposes over Comlink: `open` once, then the Memory methods. */
 export interface WorkerApi extends Memory {
-  /** Callbacks are separate arguments: Comlink proxies only top-level arguments. */
-  open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']): Promise<void>;
+  /** Callbacks are separate arguments: Comlink proxies only top-level arguments. Answers where the memory lives. */
+  open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']): Promise<StorageStatus>;
 }

@@ -2,11 +2,12 @@ import { expose, wrap } from 'comlink';
 import { installErrorTransfer } from '../src/_comlink-errors.js';
 import { type Memory, createMemory } from '../src/engine.js';
 import { PagewiseError } from '../src/errors.js';
+import { describe } from '../src/messages.js';
 import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
 import { useJsTiktoken } from '../src/tokens/js-tiktoken.js';
 import { forwardMemory, invokeMemory } from '../src/memory-methods.js';
 import type { StorageOption } from '../src/types.js';
-import type { WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/worker-protocol.js';
+import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/worker-protocol.js';
 
 /**
  * Serves the engine from inside a dedicated worker, on OPFS by default. Call it once in your worker module;
@@ -34,13 +35,16 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
   const api: WorkerApi = {
     async open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']) {
       if (memory || owner) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
-      const { storage, ...rest } = options ?? {};
+      const { storage, fallback = 'none', ...rest } = options ?? {};
+      if (fallback !== 'none' && fallback !== 'memory') {
+        throw new PagewiseError('INVALID_OPTIONS', 'worker', `\`fallback\` must be "memory" (run in memory for the session when OPFS cannot open) or "none" (the default: fail with STORAGE_UNAVAILABLE); got ${describe(fallback)}.`, { path: 'fallback' });
+      }
       const opfs = !overrides.storage && (storage?.vfs ?? 'opfs-sahpool') === 'opfs-sahpool';
       const channelName = `pagewise-tabs:${storage?.directory ?? '.pagewise'}/${storage?.filename ?? 'pagewise.sqlite3'}`;
       // Callbacks are Comlink proxies: fire and forget (a page that went away must not stall the engine).
-      const make = () => createMemory({
+      const make = (driver: StorageOption = overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage })) => createMemory({
         ...rest,
-        storage: overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage }),
+        storage: driver,
         ...(onEmbeddingProgress ? { onEmbeddingProgress: (p) => { void Promise.resolve(onEmbeddingProgress(p)).catch(() => undefined); } } : {}),
         ...(onModelProgress ? { onModelProgress: (p) => { void Promise.resolve(onModelProgress(p)).catch(() => undefined); } } : {}),
       });
@@ -50,9 +54,25 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
         serving = new BroadcastChannel(channelName);
         expose(m, serving);
       };
+      const status: StorageStatus = overrides.storage ? { vfs: 'custom', persistent: null, fallbackReason: null }
+        : { vfs: opfs ? 'opfs-sahpool' : 'memory', persistent: opfs, fallbackReason: null };
       try {
         own(await make());
       } catch (error) {
+        if (opfs && (error as { code?: unknown }).code === 'STORAGE_UNAVAILABLE') {
+          // SQLite itself not loading is no case for a fallback (the in-memory database needs it too): no hint then.
+          if (fallback !== 'memory') {
+            if (!/Could not load @sqlite\.org/.test((error as Error).message)) (error as Error).message += ' To run in memory for this session instead (nothing kept after a reload), pass fallback: "memory" to connect().';
+            throw error;
+          }
+          // OPFS cannot open here: the same engine on an in-memory database, reported as such (never silently).
+          try {
+            memory = await make(sqliteWasm({ vfs: 'memory' }));
+          } catch {
+            throw error;
+          }
+          return { vfs: 'memory', persistent: false, fallbackReason: (error as Error).message.replace(/^\[pagewise\] \[[^\]]*\] /, '') };
+        }
         const locks = (globalThis.navigator as Navigator | undefined)?.locks;
         if (!opfs || !locks || typeof BroadcastChannel !== 'function' || (error as { code?: unknown }).code !== 'STORAGE_LOCKED') throw error;
         // One tab owns an OPFS database at a time (opfs-sahpool): this one reaches it through the owner, and takes
@@ -77,6 +97,7 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
           }
         })();
       }
+      return status;
     },
     ...forwardMemory((path, args) => invokeMemory(ready(), path, args)),
     async close() {

@@ -8,6 +8,8 @@ export function harness(page: Page) {
     open: (options: object = {}) => page.evaluate((o) => (globalThis as any).harness.open(o), options) as Promise<Outcome>,
     call: (method: string, ...args: unknown[]) => page.evaluate(([m, a]) => (globalThis as any).harness.call(m, ...(a as unknown[])), [method, args] as const) as Promise<Outcome>,
     progress: () => page.evaluate(() => (globalThis as any).harness.progress()) as Promise<Array<Record<string, unknown>>>,
+    storage: () => page.evaluate(() => (globalThis as any).harness.storage()) as Promise<Record<string, unknown> | undefined>,
+    fallbacks: () => page.evaluate(() => (globalThis as any).harness.fallbacks()) as Promise<Array<Record<string, unknown>>>,
     close: () => page.evaluate(() => (globalThis as any).harness.close()) as Promise<Outcome>,
     wipe: (dirs: string[]) => page.evaluate((d) => (globalThis as any).harness.wipe(d), dirs),
     opfsHolds: (directory: string, word: string) => page.evaluate(([d, w]) => (globalThis as any).harness.opfsHolds(d, w), [directory, word] as const) as Promise<{ found: boolean; bytes: number }>,

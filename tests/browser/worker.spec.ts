@@ -164,3 +164,59 @@ test('forget leaves no byte of the forgotten words in the OPFS files', async ({ 
     await h.wipe([directory]);
   }
 });
+
+test('where OPFS cannot open: STORAGE_UNAVAILABLE by default; fallback: "memory" runs in memory, says so, and works for the session', async ({ page, external: _ }) => {
+  const directory = '.pagewise-test-fallback';
+  await openHarness(page);
+  const h = harness(page);
+  try {
+    // Where OPFS opens, connect() says the memory persists, and no fallback is reported (fallback asked or not).
+    expect(await h.open({ storage: { directory }, fallback: 'memory' })).toEqual({ value: true });
+    expect(await h.storage()).toEqual({ vfs: 'opfs-sahpool', persistent: true, fallbackReason: null });
+    await h.close();
+    await h.wipe([directory]);
+    expect(await h.fallbacks()).toEqual([]);
+
+    for (const noOpfs of ['throws', 'missing'] as const) {
+      // Refused (the default): the typed error, naming the way out.
+      const refused = await h.open({ noOpfs, storage: { directory } });
+      expect(refused.error, noOpfs).toMatchObject({ name: 'PagewiseError', code: 'STORAGE_UNAVAILABLE' });
+      expect(refused.error!.message).toContain('fallback: "memory"');
+      expect((await h.open({ noOpfs, storage: { directory }, fallback: 'none' })).error).toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+      // A value that is neither is refused as an option, not taken as a fallback.
+      expect((await h.open({ noOpfs, fallback: 'disk' as never })).error).toMatchObject({ code: 'INVALID_OPTIONS', path: 'fallback' });
+    }
+    expect(await h.fallbacks()).toEqual([]);
+
+    // Accepted: in memory, reported by memory.storage and by the event, before connect() resolves.
+    expect(await h.open({ noOpfs: 'throws', storage: { directory }, fallback: 'memory', contextWindow: 600, reserveTokens: 100, memoryTokens: 200, protectedRecentTurns: 2 })).toEqual({ value: true });
+    const storage = await h.storage();
+    expect(storage).toMatchObject({ vfs: 'memory', persistent: false });
+    expect(storage!.fallbackReason).toMatch(/OPFS.*insecure/);
+    expect(await h.fallbacks()).toEqual([{ ...storage, beforeResolve: true }]);
+    // The memory works for the session: stored, recalled, exported.
+    const messages = [
+      { role: 'user', content: 'My locker combination is 31-7-22.', id: 'm1' },
+      { role: 'assistant', content: 'Noted, I will remember the locker combination.', id: 'm2' },
+      ...Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `Unrelated chatter number ${i} about the weather and lunch.`, id: `f${i}` })),
+    ];
+    expect((await h.call('onTurnComplete', { conversationId: 'c1', messages })).value).toMatchObject({ stored: 42 });
+    const ctx = (await h.call('onMessageInbound', { conversationId: 'c1', message: { role: 'user', content: 'What is my locker combination?' } })).value as { recallText: string };
+    expect(ctx.recallText).toContain('31-7-22');
+    expect(((await h.call('export', 'c1')).value as { conversations: unknown[] }).conversations).toHaveLength(1);
+    // Nothing went to OPFS.
+    expect(await h.opfsEntries()).not.toContain(directory);
+    await h.close();
+
+    // "Missing" (an old browser) falls back the same way; after a reload the session's memory is gone, as reported.
+    await page.reload();
+    await expect(page.locator('body[data-ready="true"]')).toBeAttached();
+    expect(await h.open({ noOpfs: 'missing', storage: { directory }, fallback: 'memory' })).toEqual({ value: true });
+    expect(await h.storage()).toMatchObject({ vfs: 'memory', persistent: false, fallbackReason: expect.stringContaining('getDirectory') });
+    expect(await h.fallbacks()).toHaveLength(1);
+    expect((await h.call('turns', 'c1')).error).toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
+  } finally {
+    await h.close();
+    await h.wipe([directory]);
+  }
+});

@@ -1,11 +1,13 @@
 // Exposes the client API to Playwright. page.evaluate() cannot return live objects or keep an error's `code`, so
 // calls go through `harness.call(...)`, which answers { value } or { error: { name, code, path, message } }.
-import { connect, type ConnectOptions, type Memory } from '../../../src/client.js';
+import { connect, type ConnectedMemory, type ConnectOptions, type Memory, type StorageStatus } from '../../../src/client.js';
 
 type Outcome = { value?: unknown; error?: { name: string; code?: string; path?: string; message: string } };
 
-let memory: Memory | undefined;
+let memory: ConnectedMemory | undefined;
 const progress: object[] = [];
+// What onStorageFallback was given, and when (before or after connect() resolved).
+const fallbacks: (StorageStatus & { beforeResolve: boolean })[] = [];
 
 async function settle(fn: () => Promise<unknown>): Promise<Outcome> {
   try {
@@ -17,17 +19,25 @@ async function settle(fn: () => Promise<unknown>): Promise<Outcome> {
 }
 
 const harness = {
-  open: (options: ConnectOptions & { collectProgress?: boolean } = {}) => settle(async () => {
-    const { collectProgress, ...rest } = options;
+  /** `noOpfs`: run the worker in which OPFS cannot open (no-opfs.worker.ts): getDirectory `throws` or is `missing`. */
+  open: (options: ConnectOptions & { collectProgress?: boolean; noOpfs?: 'throws' | 'missing' } = {}) => settle(async () => {
+    const { collectProgress, noOpfs, ...rest } = options;
+    if (noOpfs) rest.worker = new Worker(new URL('./no-opfs.worker.ts', import.meta.url), { type: 'module', name: `no-opfs:${noOpfs}` });
+    let resolved = false;
+    rest.onStorageFallback = (status) => { fallbacks.push({ ...status, beforeResolve: !resolved }); };
     // Progress callbacks cannot come through page.evaluate: the harness collects them for the test to read.
     if (collectProgress) {
       rest.onModelProgress = (p) => { progress.push({ type: 'model', ...p }); };
       rest.onEmbeddingProgress = (p) => { progress.push({ type: 'embedding', ...p }); };
     }
     memory = await connect(rest);
+    resolved = true;
     return true;
   }),
   progress: () => progress,
+  /** `memory.storage` of the open memory. */
+  storage: () => memory?.storage,
+  fallbacks: () => fallbacks,
   call: (method: keyof Memory, ...args: unknown[]) => settle(async () => {
     if (!memory) throw new Error('harness: open() first');
     return (memory[method] as (...a: unknown[]) => Promise<unknown>)(...args);
