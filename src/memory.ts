@@ -4,7 +4,7 @@ import type { CostReport } from './llm/ledger.js';
 import type { AliasApi } from './tags/tag-canonicalizer.js';
 import type { TagStat } from './tags/tag-store.js';
 import type {
-  AssembledContext, CompactionReport, ConversationInfo, EmbeddingProgress, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
+  AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
 
 /** The engine: the two hooks around an LLM call, plus inspection. Same methods in-process and over a worker. */
@@ -52,7 +52,7 @@ export interface Memory {
   /** Runs a memory tool the model called; `args` is the call's arguments (JSON string or object). */
   callTool(name: string, args: unknown, context: { conversationId: string }): Promise<ToolResult>;
   /** How much of a conversation has vectors of the current embedding model, and the embedder's last failure. */
-  embeddingStatus(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }>;
+  embeddingStatus(conversationId: string): Promise<EmbeddingStatus>;
   /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
   costReport(conversationId?: string): Promise<CostReport>;
   /**

@@ -50,6 +50,17 @@ export interface EmbeddingProgress {
   total: number;
 }
 
+/** `embeddingStatus(conversationId)`: progress, and why vectors are missing when they are. */
+export interface EmbeddingStatus extends EmbeddingProgress {
+  /** Why the embedder is off or what failed last (null when all is well). */
+  lastError: string | null;
+  /**
+   * Node: the optional packages the embedder needs that are not installed (`npm install pagewise` brings neither
+   * `@huggingface/transformers` nor `@pagewise/all-minilm-l6-v2`); install them for vectors. Absent when none is missing.
+   */
+  missingPackages?: string[];
+}
+
 /**
  * A transformers.js sentence encoder, the default: all-MiniLM-L6-v2 (8-bit, 384-d) shipped in the npm package
  * `@pagewise/all-minilm-l6-v2` — read from node_modules in Node, served from your origin by `pagewise/vite` in the

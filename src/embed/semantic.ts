@@ -1,6 +1,6 @@
 import type { Background } from '../background.js';
 import { isPagewiseError } from '../errors.js';
-import type { Embedder, EmbeddingProgress, ModelProgress } from '../types-embed.js';
+import type { Embedder, EmbeddingProgress, EmbeddingStatus, ModelProgress } from '../types-embed.js';
 import type { ResolvedOptions } from '../options.js';
 import type { StorageDriver } from '../types.js';
 import { remoteEmbedder } from './remote.js';
@@ -59,6 +59,8 @@ export function createSemantic(deps: {
   // A model that failed to load stays off for this engine (a load is costly); other failures are retried.
   let loadFailure: string | null = null;
   let lastFailure: string | null = null;
+  // Optional packages the embedder found missing (its load failure says which): for embeddingStatus.
+  let missingPackages: string[] | undefined;
 
   const describeFailure = (cause: unknown): string => (isPagewiseError(cause) ? cause.message : `embedding failed: ${String((cause as Error)?.message ?? cause)}`);
 
@@ -143,6 +145,8 @@ export function createSemantic(deps: {
       } catch (cause) {
         // A load that failed is not retried (it is costly and would fail again); the reason goes into notes.
         loadFailure = describeFailure(cause);
+        const missing = (cause as { missingPackages?: unknown } | null)?.missingPackages;
+        if (Array.isArray(missing)) missingPackages = missing.map(String);
         return false;
       }
     })();
@@ -234,9 +238,9 @@ export function createSemantic(deps: {
     },
 
     /** How much of a conversation is embedded, and the last failure. */
-    async status(conversationId: string): Promise<EmbeddingProgress & { lastError: string | null }> {
+    async status(conversationId: string): Promise<EmbeddingStatus> {
       const c = embedder ? await store.counts(conversationId, embedder.modelId, local) : { total: 0, embedded: 0 };
-      return { conversationId, modelId: embedder?.modelId ?? '', ...c, lastError: loadFailure ?? lastFailure };
+      return { conversationId, modelId: embedder?.modelId ?? '', ...c, lastError: loadFailure ?? lastFailure, ...(missingPackages ? { missingPackages } : {}) };
     },
 
     /** Whether any turn waits for its vector (a note for the manifest while an import is being embedded). */

@@ -1,7 +1,7 @@
 import { type Remote, proxy, wrap } from 'comlink';
 import { PagewiseError } from '../errors.js';
 import type { Embedder, ModelProgress, TransformersOptions } from '../types-embed.js';
-import { DEFAULT_MODEL } from './model-defaults.js';
+import { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE } from './model-defaults.js';
 import type { ModelConfig, createModelHost } from './model-host.js';
 
 export { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE, MODELS_URL, ORT_WASM_URL } from './model-defaults.js';
@@ -31,6 +31,38 @@ function nodeImport<T>(name: string): Promise<T> {
 const MODEL_HOST = './model-host.js';
 // Node's thread entry, by a name bundlers do not follow either (a browser build must not carry it).
 const MODEL_THREAD = './model-thread.js';
+
+/** The runtime every transformers.js model needs (an optional peer dependency of pagewise). */
+const TRANSFORMERS_PACKAGE = '@huggingface/transformers';
+
+/**
+ * Node: the optional packages this embedder needs that cannot be found from here (`npm install pagewise` alone
+ * brings neither: an app that never embeds in Node does not carry the ONNX runtimes, 450 MB). Nothing is imported:
+ * resolving finds a package without loading it. The browser's bundler resolves them at build time instead.
+ */
+async function missingPackages(shipped: boolean): Promise<string[]> {
+  if (!isNode) return [];
+  const { createRequire } = await nodeImport<typeof import('node:module')>('node:module');
+  const require = createRequire(import.meta.url);
+  return [TRANSFORMERS_PACKAGE, ...(shipped ? [DEFAULT_MODEL_PACKAGE] : [])].filter((name) => {
+    try {
+      require.resolve(name === DEFAULT_MODEL_PACKAGE ? `${name}/package.json` : name);
+      return false;
+    } catch (e) {
+      // Found, but its "exports" map hides the path asked for: installed.
+      return (e as { code?: string }).code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+    }
+  });
+}
+
+/** The error a missing optional package gives: their names in `missingPackages`, the command in the message. */
+function missingError(missing: string[], model: string, shipped: boolean): PagewiseError {
+  const who = shipped ? `the default embedder (${DEFAULT_MODEL}, offline)` : `the transformers.js embedder ("${model}")`;
+  const error = new PagewiseError('EMBEDDING_ERROR', MODULE, `${who} needs ${missing.join(' and ')}, not installed here: `
+    + `npm install ${missing.join(' ')} (optional packages of pagewise; ONNXRUNTIME_NODE_INSTALL=skip keeps onnxruntime-node `
+    + 'from downloading CUDA files at install). Until then retrieval uses tags + BM25; `embedder: false` turns embedding off.');
+  return Object.assign(error, { missingPackages: missing });
+}
 
 /** Node: the model in a worker thread of its own. */
 async function nodeThread(): Promise<Connection> {
@@ -117,6 +149,12 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
   let ready: Promise<Connections> | undefined;
 
   const load = (): Promise<Connections> => (ready ??= (async () => {
+    const shipped = model === DEFAULT_MODEL && !options.localModelPath;
+    const missing = await missingPackages(shipped);
+    if (missing.length > 0) {
+      ready = undefined;
+      throw missingError(missing, model, shipped);
+    }
     let c = connections.get(key);
     if (!c) {
       c = connect(options.thread ?? true);
