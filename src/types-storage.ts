@@ -1,4 +1,5 @@
-import type { MaybePromise } from './types.js';
+/** A value that is either ready now or later: OPFS SQLite and Durable Object SQL are synchronous, others are not. */
+export type MaybePromise<T> = T | Promise<T>;
 
 // ---------------------------------------------------------------------------------------------
 // Seam: storage driver

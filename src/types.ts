@@ -15,9 +15,6 @@ export type * from './types-compaction.js';
 export type * from './types-embed.js';
 export type * from './types-storage.js';
 
-/** A value that is either ready now or later: OPFS SQLite and Durable Object SQL are synchronous, others are not. */
-export type MaybePromise<T> = T | Promise<T>;
-
 // ---------------------------------------------------------------------------------------------
 // Messages (the OpenAI chat shape)
 // ---------------------------------------------------------------------------------------------
