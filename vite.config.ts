@@ -1,7 +1,7 @@
 /// <reference types="vitest/config" />
 import { resolve } from 'node:path';
 import { defineConfig, type Plugin } from 'vite';
-import { pagewiseAssets } from './src/vite.js';
+import { crossOriginIsolation, pagewiseAssets } from './src/vite.js';
 
 // `/` has no page of its own: send people to the demo (dev server and preview alike).
 const toDemo = (req: { url?: string }, res: { statusCode: number; setHeader(k: string, v: string): void; end(): void }, next: () => void) => {
@@ -27,8 +27,9 @@ export default defineConfig({
     include: ['@huggingface/transformers', 'comlink', 'compromise/two', 'fastest-levenshtein', 'pluralize', 'stemmer'],
   },
   worker: { format: 'es' },
-  server: { port: 5173 },
-  preview: { port: 4179, strictPort: true },
+  // Cross-origin isolated, so that the ONNX runtime's WASM can run the model on several threads.
+  server: { port: 5173, headers: crossOriginIsolation },
+  preview: { port: 4179, strictPort: true, headers: crossOriginIsolation },
   build: {
     outDir: '.demo-dist',
     emptyOutDir: true,

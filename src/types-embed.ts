@@ -83,6 +83,12 @@ export interface TransformersOptions {
   device?: string;
   /** ONNX runtime WASM files from your own origin (never a CDN): URL prefix or file map. Default `/pagewise/ort/` (pagewise/vite). */
   wasmPaths?: string | Record<string, string>;
+  /**
+   * The ONNX runtime's threads for one model run. Node: cores − 1, at most 4. Browser (WASM): onnxruntime-web's default,
+   * half the cores (at most 4), and only on a cross-origin isolated page (COOP/COEP headers: `crossOriginIsolation`
+   * from pagewise/vite); 1 elsewhere.
+   */
+  threads?: number;
   /** How token vectors become one: 'mean' (default; MiniLM, gte, e5) or 'cls' (bge). */
   pooling?: 'mean' | 'cls';
   /**

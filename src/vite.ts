@@ -8,6 +8,23 @@ export { MODELS_URL, ORT_WASM_URL };
 
 interface Asset { url: string; file: string }
 
+/**
+ * The headers that make a page cross-origin isolated (`self.crossOriginIsolated`), so that the ONNX runtime's WASM can
+ * run the model on several threads (SharedArrayBuffer). Set them on `server.headers` and `preview.headers` (and on
+ * your production server): every resource the page loads from another origin then needs CORS or a
+ * Cross-Origin-Resource-Policy header.
+ *
+ * @example
+ * // vite.config.ts
+ * import { crossOriginIsolation, pagewiseAssets } from 'pagewise/vite';
+ * export default defineConfig({ plugins: [pagewiseAssets()], worker: { format: 'es' },
+ *   server: { headers: crossOriginIsolation }, preview: { headers: crossOriginIsolation } });
+ */
+export const crossOriginIsolation: Readonly<Record<string, string>> = Object.freeze({
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+});
+
 
 const MODEL_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model_quantized.onnx'];
 
@@ -75,10 +92,13 @@ function ortWasmUrl(): Plugin {
 export function pagewiseAssets(): Plugin {
   let root = process.cwd();
   let list: Asset[] = [];
-  const serve = (req: { url?: string }, res: { setHeader(k: string, v: string): void; end(b: Buffer): void }, next: () => void) => {
+  type Headers = Record<string, string | number | readonly string[]> | undefined;
+  // The server's own headers go on these files too (COEP on the runtime's JS glue, which starts the WASM threads).
+  const serve = (headers: () => Headers) => (req: { url?: string }, res: { setHeader(k: string, v: string | number | readonly string[]): void; end(b: Buffer): void }, next: () => void) => {
     const path = (req.url ?? '').split('?')[0];
     const hit = list.find((a) => a.url === path);
     if (!hit) return next();
+    for (const [k, v] of Object.entries(headers() ?? {})) res.setHeader(k, v);
     res.setHeader('Content-Type', contentType(hit.url));
     res.end(readFileSync(hit.file));
   };
@@ -89,8 +109,8 @@ export function pagewiseAssets(): Plugin {
       return { worker: { plugins: () => [...(theirs ? theirs() : []), ortWasmUrl()] } };
     },
     configResolved(config) { root = config.root; list = assets(root); },
-    configureServer(server) { server.middlewares.use(serve); },
-    configurePreviewServer(server) { list = assets(root); server.middlewares.use(serve); },
+    configureServer(server) { server.middlewares.use(serve(() => server.config.server.headers as Headers)); },
+    configurePreviewServer(server) { list = assets(root); server.middlewares.use(serve(() => server.config.preview.headers as Headers)); },
     // onnxruntime-web names its WASM with `new URL('ort-wasm….wasm', import.meta.url)`, which makes Vite emit a second,
     // hashed 27 MB copy that nothing loads (pagewise points the runtime at /pagewise/ort/). Point that default there too.
     generateBundle() {

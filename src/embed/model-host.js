@@ -4,7 +4,7 @@
 // It runs in its own thread (model-thread.js in Node, model-worker.js in the browser), so a batch never blocks the
 // engine; or in-process where no thread can be started (see transformers.ts).
 
-import { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE, MODELS_URL, ORT_WASM_FILES, ORT_WASM_URL } from './model-defaults.js';
+import { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE, MODELS_URL, ORT_WASM_CPU, ORT_WASM_URL, ORT_WASM_WEBGPU } from './model-defaults.js';
 
 /**
  * Texts per model run in the background: one. A text's vector must not depend on the texts run beside it: the 8-bit
@@ -27,7 +27,8 @@ export const CHUNK_TEXTS = 1;
  * @property {string} [device]
  * @property {string | Record<string, string>} [wasmPaths]
  * @property {'mean' | 'cls'} [pooling]
- * @property {number} [threads] Node: onnxruntime's intra-op threads (its default: one per core, spinning while idle).
+ * @property {number} [threads] onnxruntime's intra-op threads. Node: its default is one per core, spinning while idle.
+ *   Browser: onnxruntime-web's default is half the cores (at most 4) on a cross-origin isolated page, else 1.
  */
 
 /**
@@ -80,21 +81,27 @@ export async function loadModel(config, onProgress) {
   // In the browser a path on this origin: transformers.js joins it with '/' (a full URL's '//' would collapse).
   else if (shipped) env.localModelPath = isNode ? await shippedModelPath() : MODELS_URL;
   if (config.remoteHost) env.remoteHost = config.remoteHost;
+  const devices = config.device ? [config.device] : isNode ? ['cpu'] : (await hasWebGpu()) ? ['webgpu', 'wasm'] : ['wasm'];
   const wasm = env.backends.onnx.wasm;
   if (!isNode && wasm) {
-    // The WASM file only: onnxruntime-web's bundle has its JS glue built in (a URL prefix would make it import the
-    // glue from there as well).
-    wasm.wasmPaths = /** @type {any} */ (config.wasmPaths ?? { wasm: new URL(ORT_WASM_URL + ORT_WASM_FILES[0], globalThis.location?.href).href });
+    // One runtime per worker, chosen before the first session. transformers.js imports onnxruntime-web's WebGPU
+    // bundle, whose built-in JS glue is the asyncify build's (26.9 MB of WASM, for WebGPU and WASM alike). Without
+    // WebGPU, the plain build (14.3 MB) does the same WASM work: its glue is imported from `mjs` (a WebGPU that fails
+    // later falls back to WASM on the asyncify runtime already loaded).
+    const at = (/** @type {string} */ file) => new URL(ORT_WASM_URL + file, globalThis.location?.href).href;
+    wasm.wasmPaths = /** @type {any} */ (config.wasmPaths ?? (devices.includes('webgpu')
+      ? { wasm: at(ORT_WASM_WEBGPU) }
+      : { mjs: at(ORT_WASM_CPU.mjs), wasm: at(ORT_WASM_CPU.wasm) }));
     wasm.proxy = false;
+    if (config.threads) wasm.numThreads = config.threads;
   }
   const dtype = config.dtype ?? (shipped ? 'q8' : undefined);
   if (!isNode && onProgress) env.fetch = /** @type {any} */ (progressFetch(/** @type {any} */ (env.fetch) ?? fetch, onProgress));
-  const devices = config.device ? [config.device] : isNode ? ['cpu'] : (await hasWebGpu()) ? ['webgpu', 'wasm'] : ['wasm'];
   /** @type {unknown} */
   let failure;
   for (const device of devices) {
     try {
-      // No progress_callback: with one, transformers.js first GETs every file for its size (a second 44 MB download
+      // No progress_callback: with one, transformers.js first GETs every file for its size (a second 23 MB download
       // for a local path in the browser). progressFetch reports the bytes of the one real download instead.
       const tokenizer = await hf.AutoTokenizer.from_pretrained(config.model);
       // In a thread beside the engine: a fixed number of threads that sleep when idle, so the model never spins on the
@@ -122,7 +129,7 @@ export async function loadModel(config, onProgress) {
 }
 
 /**
- * fetch, reporting the bytes of each response as they arrive (what the page shows while 44 MB load).
+ * fetch, reporting the bytes of each response as they arrive (what the page shows while the model and the runtime load).
  * @param {typeof fetch} base
  * @param {(p: LoadProgress) => void} onProgress
  * @returns {typeof fetch}

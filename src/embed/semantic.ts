@@ -185,8 +185,8 @@ export function createSemantic(deps: {
     /**
      * The question's vector, or null with a note saying why (no embedder, model still loading, load failure, endpoint
      * down). A model that is still loading is not waited for: loading is not the request's work (a first page load
-     * fetches 44 MB); this answer uses tags + BM25 and the next ones the model. A private question is not given to
-     * a remote embedder.
+     * fetches ~37 MB, the model and the ONNX runtime); this answer uses tags + BM25 and the next ones the model. A
+     * private question is not given to a remote embedder.
      */
     async query(text: string, signal?: AbortSignal, privateText = false): Promise<QueryVector> {
       if (!embedder) return { vector: null, notes: [] };

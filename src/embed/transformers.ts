@@ -143,6 +143,7 @@ export function transformersEmbedder(options: TransformersOptions, onProgress?: 
     ...(options.device ? { device: options.device } : {}),
     ...(options.wasmPaths ? { wasmPaths: options.wasmPaths } : {}),
     ...(options.pooling ? { pooling: options.pooling } : {}),
+    ...(options.threads ? { threads: options.threads } : {}),
   };
   const key = JSON.stringify([config, options.thread ?? true]);
   let dimensions = options.dimensions ?? 0;
