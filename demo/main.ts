@@ -146,7 +146,7 @@ function inspect(ctx: AssembledContext): void {
 const modelEl = $('model');
 const modelBar = $<HTMLProgressElement>('model-progress');
 
-/** The embedding model's load (44 MB the first time, then from the HTTP cache): progress, then ready. */
+/** The embedding model's load (23 MB the first time, then from the HTTP cache): progress, then ready. */
 function showModel(p: ModelProgress): void {
   modelBar.value = p.progress ?? 0;
   if (p.status === 'ready') {

@@ -39,7 +39,8 @@ test('the demo: first visit, a short chat that shows recall, offline and streame
   const walk = (dir: string): string[] => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)]));
   const heavy = walk(root).map((f) => `/${relative(root, f)}`).filter((f) => f.endsWith('.wasm') || f.startsWith('/pagewise/'));
   expect(heavy.length).toBeGreaterThan(0);
-  expect(heavy.filter((f) => !loaded.has(f))).toEqual([]);
+  // The WebGPU runtime (asyncify) is requested only where the browser has a WebGPU adapter (the test's has none).
+  expect(heavy.filter((f) => !loaded.has(f) && !f.endsWith('.asyncify.wasm'))).toEqual([]);
   await expect(page).toHaveURL(/\/demo\/$/);
   await expect(page.locator('body[data-ready="true"]')).toBeAttached();
   await page.close();
