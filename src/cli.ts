@@ -5,7 +5,7 @@ import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createMemory, type Memory } from './engine.js';
 import { isPagewiseError, PagewiseError } from './errors.js';
-import { parseConversationFile } from './formats.js';
+import { type ImportedConversation, parseConversationFile } from './formats.js';
 import { renderContext, renderJson } from './assembly/render.js';
 import { useJsTiktoken } from './tokens/js-tiktoken.js';
 import { resolveOptions } from './options.js';
@@ -212,136 +212,160 @@ interface Context {
   input?: string | undefined;
 }
 
+/** A command on an open memory: its exit code. */
+type Command = (memory: Memory, c: Context, rest: string[], command: string) => Promise<number>;
+
+const COMMANDS = new Map<string, Command>([
+  ['status', status],
+  ['tags', async (memory, c) => {
+    const tags = await memory.tags(c.conversation());
+    out(c.json, tags, () => tags.map((t) => `${t.tag}\t${t.units}`).join('\n'));
+    return 0;
+  }],
+  ['recall', async (memory, c, rest) => {
+    if (!rest[0]) throw new UsageError('recall TAG');
+    const result = await memory.callTool('pagewise_expand', { tag: rest[0] }, { conversationId: c.conversation() });
+    out(c.json, result, () => result.content);
+    return 0;
+  }],
+  ['retrieve', assembled],
+  ['transform', assembled],
+  ['compact', async (memory, c) => {
+    const report = await memory.compact(c.conversation());
+    out(c.json, report, () => (report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact'));
+    return 0;
+  }],
+  ['aliases', aliases],
+  ['cost-report', async (memory, c) => {
+    const report = await memory.costReport(c.given);
+    out(c.json, report, () => [...report.lines.map((l) => `${l.conversationId ?? '-'}\t${l.purpose}\t${l.calls} calls\t${l.inputTokens} in\t${l.outputTokens} out`), `total: ${report.total.calls} calls`].join('\n'));
+    return 0;
+  }],
+  ['export', exportCommand],
+  ['forget', async (memory, c) => {
+    const report = await memory.forget({ conversationId: c.conversation(), ...(c.messages ? { messageIds: c.messages } : {}), ...(c.tag ? { tag: c.tag } : {}) });
+    out(c.json, report, () => `forgot ${report.messageIds.length} messages${report.conversationRemoved ? ' (the conversation is gone)' : ''}; ${report.summaries} summaries to rebuild`);
+    return 0;
+  }],
+  ['import', importFile],
+  ['replay', importFile],
+]);
+
 async function run(memory: Memory, command: string, rest: string[], c: Context): Promise<number> {
+  const handler = COMMANDS.get(command);
+  if (!handler) throw new UsageError(`unknown command "${command}"`);
+  return handler(memory, c, rest, command);
+}
+
+async function status(memory: Memory, c: Context): Promise<number> {
+  const conversations = await memory.conversations();
+  const rows: (typeof conversations[number] & { tags: number; summaries: number })[] = [];
+  for (const conv of conversations) {
+    rows.push({ ...conv, tags: (await memory.tags(conv.id)).length, summaries: (await memory.summaries(conv.id)).length });
+  }
+  out(c.json, { conversations: rows }, () => rows.length === 0 ? 'no conversations stored'
+    : rows.map((r) => `${r.id}\t${r.turns} turns\t${r.tags} tags\t${r.summaries} summaries\tupdated ${r.updatedAt}`).join('\n'));
+  return 0;
+}
+
+/** retrieve and transform: what memory would page in for -m TEXT, or the whole assembled context. */
+async function assembled(memory: Memory, c: Context, _rest: string[], command: string): Promise<number> {
+  const ctx = await memory.onMessageInbound({ conversationId: c.conversation(), message: { role: 'user', content: c.text() } });
+  if (command === 'retrieve') {
+    const { manifest, budget, dropped, matchedTags, broad, temporal } = ctx;
+    // --json: exact values for scripts (ids round-trip); otherwise the text a model may be shown, neutralized.
+    const report = { matchedTags, broad, temporal, budget, manifest, dropped };
+    out(c.json, report, () => renderJson(report));
+  } else {
+    out(c.json, { prependText: ctx.prependText, messages: ctx.messages }, () => renderContext(ctx));
+  }
+  return 0;
+}
+
+async function aliases(memory: Memory, c: Context, rest: string[]): Promise<number> {
   const { json } = c;
-  switch (command) {
-    case 'status': {
-      const conversations = await memory.conversations();
-      const rows: (typeof conversations[number] & { tags: number; summaries: number })[] = [];
-      for (const conv of conversations) {
-        rows.push({ ...conv, tags: (await memory.tags(conv.id)).length, summaries: (await memory.summaries(conv.id)).length });
-      }
-      out(json, { conversations: rows }, () => rows.length === 0 ? 'no conversations stored'
-        : rows.map((r) => `${r.id}\t${r.turns} turns\t${r.tags} tags\t${r.summaries} summaries\tupdated ${r.updatedAt}`).join('\n'));
-      return 0;
-    }
-    case 'tags': {
-      const tags = await memory.tags(c.conversation());
-      out(json, tags, () => tags.map((t) => `${t.tag}\t${t.units}`).join('\n'));
-      return 0;
-    }
-    case 'recall': {
-      if (!rest[0]) throw new UsageError('recall TAG');
-      const result = await memory.callTool('pagewise_expand', { tag: rest[0] }, { conversationId: c.conversation() });
-      out(json, result, () => result.content);
-      return 0;
-    }
-    case 'retrieve':
-    case 'transform': {
-      const ctx = await memory.onMessageInbound({ conversationId: c.conversation(), message: { role: 'user', content: c.text() } });
-      if (command === 'retrieve') {
-        const { manifest, budget, dropped, matchedTags, broad, temporal } = ctx;
-        // --json: exact values for scripts (ids round-trip); otherwise the text a model may be shown, neutralized.
-        const report = { matchedTags, broad, temporal, budget, manifest, dropped };
-        out(json, report, () => renderJson(report));
-      } else {
-        out(json, { prependText: ctx.prependText, messages: ctx.messages }, () => renderContext(ctx));
-      }
-      return 0;
-    }
-    case 'compact': {
-      const report = await memory.compact(c.conversation());
-      out(json, report, () => (report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact'));
-      return 0;
-    }
-    case 'aliases': {
-      const scope = c.given ? { conversationId: c.given } : undefined;
-      if (rest[0] === 'list') {
-        const list = await memory.aliases.list(scope);
-        out(json, list, () => list.map((a) => `${a.alias} → ${a.tag} (${a.source})`).join('\n'));
-      } else if (rest[0] === 'suggest') {
-        const list = await memory.aliases.suggest(50, scope);
-        out(json, list, () => list.map((s) => JSON.stringify(s)).join('\n'));
-      } else if (rest[0] === 'add' && rest[1] && rest[2]) {
-        const added = await memory.aliases.add(rest[1], rest[2], scope);
-        out(json, added, () => `${added.alias} → ${added.tag}`);
-      } else {
-        throw new UsageError('aliases list | aliases suggest | aliases add ALIAS TAG');
-      }
-      return 0;
-    }
-    case 'cost-report': {
-      const report = await memory.costReport(c.given);
-      out(json, report, () => [...report.lines.map((l) => `${l.conversationId ?? '-'}\t${l.purpose}\t${l.calls} calls\t${l.inputTokens} in\t${l.outputTokens} out`), `total: ${report.total.calls} calls`].join('\n'));
-      return 0;
-    }
-    case 'export': {
-      const data = await memory.export(c.given);
-      const textOut = JSON.stringify(data);
-      if (c.output) {
-        writeFileSync(c.output, textOut);
-        out(json, { file: c.output, conversations: data.conversations.length }, () => `${data.conversations.length} conversations → ${c.output}`);
-      } else {
-        process.stdout.write(`${textOut}\n`);
-      }
-      return 0;
-    }
-    case 'forget': {
-      const report = await memory.forget({ conversationId: c.conversation(), ...(c.messages ? { messageIds: c.messages } : {}), ...(c.tag ? { tag: c.tag } : {}) });
-      out(json, report, () => `forgot ${report.messageIds.length} messages${report.conversationRemoved ? ' (the conversation is gone)' : ''}; ${report.summaries} summaries to rebuild`);
-      return 0;
-    }
-    case 'import':
-    case 'replay': {
-      if (!rest[0] || c.input === undefined) throw new UsageError(`${command} FILE`);
-      const raw = c.input;
-      const first = raw.trimStart().startsWith('{') ? (() => { try { return JSON.parse(raw) as { format?: unknown }; } catch { return null; } })() : null;
-      if (command === 'import' && first?.format === 'pagewise') {
-        const report = await memory.import(first as ExportData);
-        out(json, report, () => `${report.turns} messages stored in ${report.conversations.length} conversations (${report.skipped} already there)`);
-        return 0;
-      }
-      let conversations;
-      try {
-        conversations = parseConversationFile(raw, basename(rest[0]).replace(/\.[^.]+$/, ''));
-      } catch (e) {
-        throw new PagewiseError('INVALID_ARGUMENT', 'cli', `${rest[0]}: ${(e as Error).message}.`);
-      }
-      if (c.given) conversations = conversations.filter((x) => x.id === c.given);
-      const total = conversations.reduce((n, x) => n + x.batches.length, 0);
-      let done = 0;
-      let stored = 0;
-      for (const conv of conversations) {
-        for (const batch of conv.batches) {
-          stored += (await memory.onTurnComplete({ conversationId: conv.id, messages: batch })).stored;
-          done++;
-          // Progress on stderr (stdout stays the result), a line every 5%.
-          if (process.stderr.isTTY ? done % 10 === 0 : done % Math.max(1, Math.floor(total / 20)) === 0) process.stderr.write(`${command}: ${done}/${total} batches\n`);
-        }
-      }
-      await memory.flush();
-      if (command === 'import') {
-        out(json, { conversations: conversations.map((x) => x.id), stored }, () => `${stored} messages stored in ${conversations.length} conversations`);
-        return 0;
-      }
-      const results: { conversationId: string; question: string; evidence: string[]; found: string[] }[] = [];
-      for (const conv of conversations) {
-        for (const q of conv.questions) {
-          const ctx = await memory.onMessageInbound({ conversationId: conv.id, message: { role: 'user', content: q.question }, ...(q.now ? { now: q.now } : {}) });
-          const present = new Set(ctx.manifest.filter((e) => e.kind !== 'message').flatMap((e) => e.sourceIds));
-          results.push({ conversationId: conv.id, question: q.question, evidence: q.evidence, found: q.evidence.filter((e) => present.has(e)) });
-        }
-      }
-      const scored = results.filter((r) => r.evidence.length > 0);
-      const share = scored.reduce((n, r) => n + r.found.length / r.evidence.length, 0) / Math.max(1, scored.length);
-      out(json, { questions: results.length, evidenceShare: Number(share.toFixed(3)), results }, () => [
-        ...results.map((r) => `${r.evidence.length === 0 ? '-' : `${r.found.length}/${r.evidence.length}`}\t${r.conversationId}\t${r.question}`),
-        `evidence found: ${share.toFixed(3)} over ${scored.length} questions with evidence`,
-      ].join('\n'));
-      return 0;
+  const scope = c.given ? { conversationId: c.given } : undefined;
+  if (rest[0] === 'list') {
+    const list = await memory.aliases.list(scope);
+    out(json, list, () => list.map((a) => `${a.alias} → ${a.tag} (${a.source})`).join('\n'));
+  } else if (rest[0] === 'suggest') {
+    const list = await memory.aliases.suggest(50, scope);
+    out(json, list, () => list.map((s) => JSON.stringify(s)).join('\n'));
+  } else if (rest[0] === 'add' && rest[1] && rest[2]) {
+    const added = await memory.aliases.add(rest[1], rest[2], scope);
+    out(json, added, () => `${added.alias} → ${added.tag}`);
+  } else {
+    throw new UsageError('aliases list | aliases suggest | aliases add ALIAS TAG');
+  }
+  return 0;
+}
+
+async function exportCommand(memory: Memory, c: Context): Promise<number> {
+  const data = await memory.export(c.given);
+  const textOut = JSON.stringify(data);
+  if (c.output) {
+    writeFileSync(c.output, textOut);
+    out(c.json, { file: c.output, conversations: data.conversations.length }, () => `${data.conversations.length} conversations → ${c.output}`);
+  } else {
+    process.stdout.write(`${textOut}\n`);
+  }
+  return 0;
+}
+
+/** import and replay: pagewise's export restored, or a benchmark or chat-log file stored batch by batch (replay then asks its questions). */
+async function importFile(memory: Memory, c: Context, rest: string[], command: string): Promise<number> {
+  const { json } = c;
+  if (!rest[0] || c.input === undefined) throw new UsageError(`${command} FILE`);
+  const raw = c.input;
+  const first = raw.trimStart().startsWith('{') ? (() => { try { return JSON.parse(raw) as { format?: unknown }; } catch { return null; } })() : null;
+  if (command === 'import' && first?.format === 'pagewise') {
+    const report = await memory.import(first as ExportData);
+    out(json, report, () => `${report.turns} messages stored in ${report.conversations.length} conversations (${report.skipped} already there)`);
+    return 0;
+  }
+  let conversations;
+  try {
+    conversations = parseConversationFile(raw, basename(rest[0]).replace(/\.[^.]+$/, ''));
+  } catch (e) {
+    throw new PagewiseError('INVALID_ARGUMENT', 'cli', `${rest[0]}: ${(e as Error).message}.`);
+  }
+  if (c.given) conversations = conversations.filter((x) => x.id === c.given);
+  const total = conversations.reduce((n, x) => n + x.batches.length, 0);
+  let done = 0;
+  let stored = 0;
+  for (const conv of conversations) {
+    for (const batch of conv.batches) {
+      stored += (await memory.onTurnComplete({ conversationId: conv.id, messages: batch })).stored;
+      done++;
+      // Progress on stderr (stdout stays the result), a line every 5%.
+      if (process.stderr.isTTY ? done % 10 === 0 : done % Math.max(1, Math.floor(total / 20)) === 0) process.stderr.write(`${command}: ${done}/${total} batches\n`);
     }
   }
-  throw new UsageError(`unknown command "${command}"`);
+  await memory.flush();
+  if (command === 'import') {
+    out(json, { conversations: conversations.map((x) => x.id), stored }, () => `${stored} messages stored in ${conversations.length} conversations`);
+    return 0;
+  }
+  return replay(memory, conversations, json);
+}
+
+/** Asks a benchmark's questions and prints the share of their evidence the context held. */
+async function replay(memory: Memory, conversations: ImportedConversation[], json: boolean): Promise<number> {
+  const results: { conversationId: string; question: string; evidence: string[]; found: string[] }[] = [];
+  for (const conv of conversations) {
+    for (const q of conv.questions) {
+      const ctx = await memory.onMessageInbound({ conversationId: conv.id, message: { role: 'user', content: q.question }, ...(q.now ? { now: q.now } : {}) });
+      const present = new Set(ctx.manifest.filter((e) => e.kind !== 'message').flatMap((e) => e.sourceIds));
+      results.push({ conversationId: conv.id, question: q.question, evidence: q.evidence, found: q.evidence.filter((e) => present.has(e)) });
+    }
+  }
+  const scored = results.filter((r) => r.evidence.length > 0);
+  const share = scored.reduce((n, r) => n + r.found.length / r.evidence.length, 0) / Math.max(1, scored.length);
+  out(json, { questions: results.length, evidenceShare: Number(share.toFixed(3)), results }, () => [
+    ...results.map((r) => `${r.evidence.length === 0 ? '-' : `${r.found.length}/${r.evidence.length}`}\t${r.conversationId}\t${r.question}`),
+    `evidence found: ${share.toFixed(3)} over ${scored.length} questions with evidence`,
+  ].join('\n'));
+  return 0;
 }
 
 // The engine's errors say how to fix things in API terms; at the command line the fix is a command.

@@ -18,7 +18,7 @@
 // Between chunks a reader of an importing conversation sees the turns written so far; they stay only if the import
 // completes. Aliases are restored through the alias API: tags and alias chains an imported alias rewrote stay
 // rewritten, as after aliases.remove().
-import type { DataDeps, ExportData, ImportReport } from './data-control.js';
+import type { DataDeps, ExportData, ImportReport, TurnRow } from './data-types.js';
 import { checkId, checkObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from './messages.js';
@@ -38,8 +38,6 @@ const FIRST_CHUNK = 32;
 const MAX_CHUNK = 512;
 const PAGE = 2000;
 const JOURNAL = 'import:';
-
-type TurnRow = { rowid: number; seq: number; id: string; text: string; name: string | null };
 
 export interface ImportDeps extends DataDeps {
   /** Rows of a conversation (`where` appended to its condition), as `remove` takes them. */

@@ -1,7 +1,7 @@
 import type { Background } from './background.js';
 import type { Atomic, Compactor } from './compaction/compactor.js';
 import type { SummaryStore } from './compaction/summary-store.js';
-import type { Memory } from './engine.js';
+import type { Memory } from './memory.js';
 import { checkId, checkObject, optionalObject } from './engine-support.js';
 import { PagewiseError } from './errors.js';
 import type { Ledger } from './llm/ledger.js';

@@ -1,4 +1,4 @@
-import type { Memory } from './engine.js';
+import type { Memory } from './memory.js';
 import type { AliasApi } from './tags/tag-canonicalizer.js';
 
 /**

@@ -1,5 +1,5 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
-import type { ExportData, ForgetInput, ForgetReport, ImportReport } from './data-control.js';
+import type { ExportData, ForgetInput, ForgetReport, ImportReport } from './data-types.js';
 import type { CostReport } from './llm/ledger.js';
 import type { AliasApi } from './tags/tag-canonicalizer.js';
 import type { TagStat } from './tags/tag-store.js';

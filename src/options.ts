@@ -89,118 +89,21 @@ export function resolveOptions(options: MemoryOptions = {}): ResolvedOptions {
 }
 
 function resolve(options: MemoryOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) bad('options', `must be an object of options such as { contextWindow: 8000 } (got ${describe(options)}).`);
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) bad(key, `is not an option. Known options: ${[...KNOWN].join(', ')}.`);
-  }
-  const contextWindow = int(options.contextWindow, 'contextWindow', 256, 128_000);
-  const reserveTokens = int(options.reserveTokens, 'reserveTokens', 0, Math.min(4096, Math.floor(contextWindow / 4)));
-  if (reserveTokens >= contextWindow) bad('reserveTokens', `(${reserveTokens}) must be smaller than contextWindow (${contextWindow}).`);
-  const available = contextWindow - reserveTokens;
-
-  let encoding: EncodingName = 'o200k_base';
-  let margin = 1;
-  if (options.model !== undefined) {
-    if (typeof options.model !== 'string' || options.model.length === 0 || !isWellFormed(options.model)) bad('model', 'must be a model name such as "gpt-4o".');
-    const known = encodingForModel(options.model);
-    if (known) encoding = known;
-    else margin = options.estimateMargin ?? 1.25;
-  }
-  if (options.encoding !== undefined) {
-    if (options.encoding !== 'o200k_base' && options.encoding !== 'cl100k_base') bad('encoding', `must be "o200k_base" or "cl100k_base" (got ${describe(options.encoding)}).`);
-    encoding = options.encoding;
-    margin = 1;
-  }
-  if (options.estimateMargin !== undefined && (typeof options.estimateMargin !== 'number' || !(options.estimateMargin >= 1 && options.estimateMargin <= 4))) {
-    bad('estimateMargin', `must be a number from 1 to 4 (got ${describe(options.estimateMargin)}).`);
-  }
-
-  const tokenizer = options.tokenizer ?? 'gpt-tokenizer';
-  if (tokenizer !== 'gpt-tokenizer' && tokenizer !== 'js-tiktoken'
-    && (typeof tokenizer !== 'object' || tokenizer === null || typeof tokenizer.count !== 'function')) {
-    bad('tokenizer', 'must be "gpt-tokenizer", "js-tiktoken" or an object with count(text).');
-  }
-  const softThreshold = ratio(options.softThreshold, 'softThreshold', 0.7);
-  const hardThreshold = ratio(options.hardThreshold, 'hardThreshold', 0.85);
-  if (softThreshold > hardThreshold) bad('softThreshold', `(${softThreshold}) must not be above hardThreshold (${hardThreshold}).`);
-  const storage = options.storage;
-  if (storage !== undefined && typeof storage !== 'function'
-    && (typeof storage !== 'object' || storage === null || typeof storage.query !== 'function' || typeof storage.batch !== 'function')) {
-    bad('storage', 'must be a StorageDriver ({ query, batch, close }) or a function returning one.');
-  }
-  const targetTokens = int(options.targetTokens, 'targetTokens', 1, Math.min(available, Math.max(2048, Math.floor(contextWindow * 0.3))));
-  // Recalled memory may take half of what a request aims for, as the protected recent turns may take the other half
-  // (a quarter of the window left small windows with a few hundred tokens of recall and the target unspent).
-  const memoryTokens = int(options.memoryTokens, 'memoryTokens', 0, Math.min(4096, Math.max(Math.floor(available / 4), Math.floor(targetTokens / 2))));
-  const recallPlacement = options.recallPlacement ?? 'message';
-  if (recallPlacement !== 'message' && recallPlacement !== 'prependText') bad('recallPlacement', `must be "message" or "prependText" (got ${describe(recallPlacement)}).`);
-  // On broad questions only by default: on others the hint held no turn a question asked about and cost recall its
-  // tokens (LoCoMo at window 3,000: evidence 0.834 with it on every question, 0.851 without).
-  const hint = options.topicsHint ?? 'broad';
-  let topicsHintTokens = 0;
-  if (hint === true || hint === 'broad') topicsHintTokens = 200;
-  else if (typeof hint === 'object' && hint !== null) topicsHintTokens = int(hint.maxTokens, 'topicsHint.maxTokens', 20, 200);
-  else if (hint !== false) bad('topicsHint', 'must be true, false, "broad" or { maxTokens }.');
-  const topicsHintAlways = hint !== 'broad';
-  const llm = options.llm;
-  if (llm !== undefined) {
-    const isProvider = typeof llm === 'object' && llm !== null && typeof (llm as LlmProvider).complete === 'function';
-    const c = llm as { provider?: unknown; baseUrl?: unknown; model?: unknown };
-    const isConfig = typeof llm === 'object' && llm !== null && typeof c.model === 'string' && c.model !== '' && (c.provider === 'anthropic'
-      ? c.baseUrl === undefined || (typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl))
-      : (c.provider === undefined || c.provider === 'openai-compatible') && typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl));
-    const strings = isConfig ? Object.values(llm as object).filter((v): v is string => typeof v === 'string') : [];
-    if (strings.some((v) => !isWellFormed(v))) bad('llm', 'holds a string that is not well-formed Unicode (a lone UTF-16 surrogate).');
-    if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }), { baseUrl: "http(s)://…/v1", model, apiKey? } or { provider: "anthropic", model, apiKey? }.');
-  }
-  const tagger = options.tagger ?? (llm ? 'llm' : 'keyword');
-  if (tagger !== 'keyword' && tagger !== 'llm' && tagger !== 'embedding' && (typeof tagger !== 'object' || tagger === null || typeof tagger.tag !== 'function')) {
-    bad('tagger', 'must be "keyword", "llm", "embedding" or a Tagger ({ name, tag(request) }).');
-  }
-  if (tagger === 'embedding' && options.embedder === false) bad('tagger', 'is "embedding" but `embedder` is false: leave embedder unset (the shipped model) or name one.');
-  if (tagger === 'llm' && !llm) bad('tagger', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "keyword".');
-  const tagKeywords = options.tagKeywords ?? {};
-  if (typeof tagKeywords !== 'object' || tagKeywords === null || Array.isArray(tagKeywords)
-    || Object.entries(tagKeywords).some(([tag, w]) => !isWellFormed(tag) || !Array.isArray(w) || w.some((x) => typeof x !== 'string' || x.trim() === '' || !isWellFormed(x)))) {
-    bad('tagKeywords', 'must map each tag to a list of non-empty words, e.g. { database: ["db", "sql"] }.');
-  }
-  const minTags = int(options.minTags, 'minTags', 0, 2);
-  const maxTags = int(options.maxTags, 'maxTags', 1, 8);
-  if (minTags > maxTags) bad('minTags', `(${minTags}) must not be above maxTags (${maxTags}).`);
-  const tagRules = options.tagRules ?? [];
-  if (!Array.isArray(tagRules) || tagRules.some((r) => typeof r !== 'object' || r === null || typeof r.match !== 'string' || r.match === '' || !isWellFormed(r.match)
-    || (r.priority !== undefined && !Number.isFinite(r.priority))
-    || (r.ttlDays !== undefined && r.ttlDays !== null && !(typeof r.ttlDays === 'number' && r.ttlDays > 0 && Number.isFinite(r.ttlDays)))
-    || (r.summaryPrompt !== undefined && (typeof r.summaryPrompt !== 'string' || !isWellFormed(r.summaryPrompt))))) {
-    bad('tagRules', 'must be a list of { match: "glob*", priority?: number, ttlDays?: number > 0 | null, summaryPrompt?: string }.');
-  }
-  const summarizer = options.summarizer ?? (llm ? 'llm' : 'extractive');
-  if (summarizer !== 'extractive' && summarizer !== 'llm' && (typeof summarizer !== 'object' || summarizer === null || typeof summarizer.summarize !== 'function')) {
-    bad('summarizer', 'must be "extractive", "llm" or a Summarizer ({ name, version, summarize(request) }).');
-  }
-  if (summarizer === 'llm' && !llm) bad('summarizer', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "extractive".');
+  checkShape(options);
+  const { contextWindow, reserveTokens, available } = readWindow(options);
+  const { encoding, margin } = readEncoding(options);
+  const tokenizer = readTokenizer(options);
+  const { softThreshold, hardThreshold } = readThresholds(options);
+  const storage = readStorage(options);
+  const { targetTokens, memoryTokens, recallPlacement } = readBudget(options, contextWindow, available);
+  const { topicsHintTokens, topicsHintAlways } = readTopicsHint(options);
+  const llm = readLlm(options);
+  const { tagger, tagKeywords, minTags, maxTags, tagRules } = readTagging(options, llm);
+  const summarizer = readSummarizer(options, llm);
   if (options.compaction !== undefined && typeof options.compaction !== 'boolean') bad('compaction', 'must be true or false.');
   if (options.preloadEmbedder !== undefined && typeof options.preloadEmbedder !== 'boolean') bad('preloadEmbedder', 'must be true or false.');
   const summaryRatio = ratio(options.summaryRatio, 'summaryRatio', 0.25);
-  const embedder = options.embedder;
-  if (embedder !== undefined && embedder !== false) {
-    const e = embedder as { provider?: unknown; embed?: unknown; modelId?: unknown; dimensions?: unknown; model?: unknown; baseUrl?: unknown };
-    const ok = typeof embedder === 'object' && embedder !== null && (
-      (typeof e.embed === 'function' && typeof e.modelId === 'string' && e.modelId !== '' && Number.isInteger(e.dimensions) && Number(e.dimensions) > 0)
-      || (e.provider === 'transformers' && (e.model === undefined || (typeof e.model === 'string' && e.model !== '')))
-      || (e.provider === 'openai-compatible' && typeof e.model === 'string' && e.model !== '' && typeof e.baseUrl === 'string' && /^https?:\/\//.test(e.baseUrl)));
-    if (!ok) {
-      bad('embedder', 'must be false, an Embedder ({ modelId, dimensions, maxBatchSize, embed(texts) }), { provider: "transformers", model? } '
-        + 'or { provider: "openai-compatible", baseUrl: "http(s)://…/v1", model, apiKey? }.');
-    }
-  }
-  const similarityThreshold = options.similarityThreshold;
-  if (similarityThreshold !== undefined && (typeof similarityThreshold !== 'number' || !(similarityThreshold >= -1 && similarityThreshold <= 1))) {
-    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.3 for all-MiniLM-L6-v2 (got ${describe(similarityThreshold)}).`);
-  }
-  for (const name of ['onEmbeddingProgress', 'onModelProgress'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function.');
-  }
+  const { embedder, similarityThreshold } = readEmbedder(options);
   const nSum = options.nSum === undefined || options.nSum === null ? null : int(options.nSum, 'nSum', 1, 1);
   return {
     compaction: options.compaction ?? true,
@@ -245,4 +148,160 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     maxMessageBytes: int(options.maxMessageBytes, 'maxMessageBytes', 1, 1024 * 1024),
     storage,
   };
+}
+
+// Each reader below checks one group of options, in the order resolve() calls them (the first bad option found is
+// the one reported, so the order is part of the behaviour).
+
+function checkShape(options: MemoryOptions): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) bad('options', `must be an object of options such as { contextWindow: 8000 } (got ${describe(options)}).`);
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) bad(key, `is not an option. Known options: ${[...KNOWN].join(', ')}.`);
+  }
+}
+
+function readWindow(options: MemoryOptions) {
+  const contextWindow = int(options.contextWindow, 'contextWindow', 256, 128_000);
+  const reserveTokens = int(options.reserveTokens, 'reserveTokens', 0, Math.min(4096, Math.floor(contextWindow / 4)));
+  if (reserveTokens >= contextWindow) bad('reserveTokens', `(${reserveTokens}) must be smaller than contextWindow (${contextWindow}).`);
+  return { contextWindow, reserveTokens, available: contextWindow - reserveTokens };
+}
+
+function readEncoding(options: MemoryOptions): { encoding: EncodingName; margin: number } {
+  let encoding: EncodingName = 'o200k_base';
+  let margin = 1;
+  if (options.model !== undefined) {
+    if (typeof options.model !== 'string' || options.model.length === 0 || !isWellFormed(options.model)) bad('model', 'must be a model name such as "gpt-4o".');
+    const known = encodingForModel(options.model);
+    if (known) encoding = known;
+    else margin = options.estimateMargin ?? 1.25;
+  }
+  if (options.encoding !== undefined) {
+    if (options.encoding !== 'o200k_base' && options.encoding !== 'cl100k_base') bad('encoding', `must be "o200k_base" or "cl100k_base" (got ${describe(options.encoding)}).`);
+    encoding = options.encoding;
+    margin = 1;
+  }
+  if (options.estimateMargin !== undefined && (typeof options.estimateMargin !== 'number' || !(options.estimateMargin >= 1 && options.estimateMargin <= 4))) {
+    bad('estimateMargin', `must be a number from 1 to 4 (got ${describe(options.estimateMargin)}).`);
+  }
+  return { encoding, margin };
+}
+
+function readTokenizer(options: MemoryOptions): TokenizerOption {
+  const tokenizer = options.tokenizer ?? 'gpt-tokenizer';
+  if (tokenizer !== 'gpt-tokenizer' && tokenizer !== 'js-tiktoken'
+    && (typeof tokenizer !== 'object' || tokenizer === null || typeof tokenizer.count !== 'function')) {
+    bad('tokenizer', 'must be "gpt-tokenizer", "js-tiktoken" or an object with count(text).');
+  }
+  return tokenizer;
+}
+
+function readThresholds(options: MemoryOptions) {
+  const softThreshold = ratio(options.softThreshold, 'softThreshold', 0.7);
+  const hardThreshold = ratio(options.hardThreshold, 'hardThreshold', 0.85);
+  if (softThreshold > hardThreshold) bad('softThreshold', `(${softThreshold}) must not be above hardThreshold (${hardThreshold}).`);
+  return { softThreshold, hardThreshold };
+}
+
+function readStorage(options: MemoryOptions): StorageOption | undefined {
+  const storage = options.storage;
+  if (storage !== undefined && typeof storage !== 'function'
+    && (typeof storage !== 'object' || storage === null || typeof storage.query !== 'function' || typeof storage.batch !== 'function')) {
+    bad('storage', 'must be a StorageDriver ({ query, batch, close }) or a function returning one.');
+  }
+  return storage;
+}
+
+function readBudget(options: MemoryOptions, contextWindow: number, available: number) {
+  const targetTokens = int(options.targetTokens, 'targetTokens', 1, Math.min(available, Math.max(2048, Math.floor(contextWindow * 0.3))));
+  // Recalled memory may take half of what a request aims for, as the protected recent turns may take the other half
+  // (a quarter of the window left small windows with a few hundred tokens of recall and the target unspent).
+  const memoryTokens = int(options.memoryTokens, 'memoryTokens', 0, Math.min(4096, Math.max(Math.floor(available / 4), Math.floor(targetTokens / 2))));
+  const recallPlacement = options.recallPlacement ?? 'message';
+  if (recallPlacement !== 'message' && recallPlacement !== 'prependText') bad('recallPlacement', `must be "message" or "prependText" (got ${describe(recallPlacement)}).`);
+  return { targetTokens, memoryTokens, recallPlacement };
+}
+
+function readTopicsHint(options: MemoryOptions) {
+  // On broad questions only by default: on others the hint held no turn a question asked about and cost recall its
+  // tokens (LoCoMo at window 3,000: evidence 0.834 with it on every question, 0.851 without).
+  const hint = options.topicsHint ?? 'broad';
+  let topicsHintTokens = 0;
+  if (hint === true || hint === 'broad') topicsHintTokens = 200;
+  else if (typeof hint === 'object' && hint !== null) topicsHintTokens = int(hint.maxTokens, 'topicsHint.maxTokens', 20, 200);
+  else if (hint !== false) bad('topicsHint', 'must be true, false, "broad" or { maxTokens }.');
+  return { topicsHintTokens, topicsHintAlways: hint !== 'broad' };
+}
+
+function readLlm(options: MemoryOptions): LlmProvider | LlmOptions | undefined {
+  const llm = options.llm;
+  if (llm !== undefined) {
+    const isProvider = typeof llm === 'object' && llm !== null && typeof (llm as LlmProvider).complete === 'function';
+    const c = llm as { provider?: unknown; baseUrl?: unknown; model?: unknown };
+    const isConfig = typeof llm === 'object' && llm !== null && typeof c.model === 'string' && c.model !== '' && (c.provider === 'anthropic'
+      ? c.baseUrl === undefined || (typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl))
+      : (c.provider === undefined || c.provider === 'openai-compatible') && typeof c.baseUrl === 'string' && /^https?:\/\//.test(c.baseUrl));
+    const strings = isConfig ? Object.values(llm as object).filter((v): v is string => typeof v === 'string') : [];
+    if (strings.some((v) => !isWellFormed(v))) bad('llm', 'holds a string that is not well-formed Unicode (a lone UTF-16 surrogate).');
+    if (!isProvider && !isConfig) bad('llm', 'must be an LlmProvider ({ complete }), { baseUrl: "http(s)://…/v1", model, apiKey? } or { provider: "anthropic", model, apiKey? }.');
+  }
+  return llm;
+}
+
+function readTagging(options: MemoryOptions, llm: LlmProvider | LlmOptions | undefined) {
+  const tagger = options.tagger ?? (llm ? 'llm' : 'keyword');
+  if (tagger !== 'keyword' && tagger !== 'llm' && tagger !== 'embedding' && (typeof tagger !== 'object' || tagger === null || typeof tagger.tag !== 'function')) {
+    bad('tagger', 'must be "keyword", "llm", "embedding" or a Tagger ({ name, tag(request) }).');
+  }
+  if (tagger === 'embedding' && options.embedder === false) bad('tagger', 'is "embedding" but `embedder` is false: leave embedder unset (the shipped model) or name one.');
+  if (tagger === 'llm' && !llm) bad('tagger', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "keyword".');
+  const tagKeywords = options.tagKeywords ?? {};
+  if (typeof tagKeywords !== 'object' || tagKeywords === null || Array.isArray(tagKeywords)
+    || Object.entries(tagKeywords).some(([tag, w]) => !isWellFormed(tag) || !Array.isArray(w) || w.some((x) => typeof x !== 'string' || x.trim() === '' || !isWellFormed(x)))) {
+    bad('tagKeywords', 'must map each tag to a list of non-empty words, e.g. { database: ["db", "sql"] }.');
+  }
+  const minTags = int(options.minTags, 'minTags', 0, 2);
+  const maxTags = int(options.maxTags, 'maxTags', 1, 8);
+  if (minTags > maxTags) bad('minTags', `(${minTags}) must not be above maxTags (${maxTags}).`);
+  const tagRules = options.tagRules ?? [];
+  if (!Array.isArray(tagRules) || tagRules.some((r) => typeof r !== 'object' || r === null || typeof r.match !== 'string' || r.match === '' || !isWellFormed(r.match)
+    || (r.priority !== undefined && !Number.isFinite(r.priority))
+    || (r.ttlDays !== undefined && r.ttlDays !== null && !(typeof r.ttlDays === 'number' && r.ttlDays > 0 && Number.isFinite(r.ttlDays)))
+    || (r.summaryPrompt !== undefined && (typeof r.summaryPrompt !== 'string' || !isWellFormed(r.summaryPrompt))))) {
+    bad('tagRules', 'must be a list of { match: "glob*", priority?: number, ttlDays?: number > 0 | null, summaryPrompt?: string }.');
+  }
+  return { tagger, tagKeywords, minTags, maxTags, tagRules };
+}
+
+function readSummarizer(options: MemoryOptions, llm: LlmProvider | LlmOptions | undefined): ResolvedOptions['summarizer'] {
+  const summarizer = options.summarizer ?? (llm ? 'llm' : 'extractive');
+  if (summarizer !== 'extractive' && summarizer !== 'llm' && (typeof summarizer !== 'object' || summarizer === null || typeof summarizer.summarize !== 'function')) {
+    bad('summarizer', 'must be "extractive", "llm" or a Summarizer ({ name, version, summarize(request) }).');
+  }
+  if (summarizer === 'llm' && !llm) bad('summarizer', 'is "llm" but no `llm` is configured: pass llm: { baseUrl, model } or use "extractive".');
+  return summarizer;
+}
+
+/** The embedder as given (undefined: the default), and the similarity threshold; the progress callbacks checked. */
+function readEmbedder(options: MemoryOptions) {
+  const embedder = options.embedder;
+  if (embedder !== undefined && embedder !== false) {
+    const e = embedder as { provider?: unknown; embed?: unknown; modelId?: unknown; dimensions?: unknown; model?: unknown; baseUrl?: unknown };
+    const ok = typeof embedder === 'object' && embedder !== null && (
+      (typeof e.embed === 'function' && typeof e.modelId === 'string' && e.modelId !== '' && Number.isInteger(e.dimensions) && Number(e.dimensions) > 0)
+      || (e.provider === 'transformers' && (e.model === undefined || (typeof e.model === 'string' && e.model !== '')))
+      || (e.provider === 'openai-compatible' && typeof e.model === 'string' && e.model !== '' && typeof e.baseUrl === 'string' && /^https?:\/\//.test(e.baseUrl)));
+    if (!ok) {
+      bad('embedder', 'must be false, an Embedder ({ modelId, dimensions, maxBatchSize, embed(texts) }), { provider: "transformers", model? } '
+        + 'or { provider: "openai-compatible", baseUrl: "http(s)://…/v1", model, apiKey? }.');
+    }
+  }
+  const similarityThreshold = options.similarityThreshold;
+  if (similarityThreshold !== undefined && (typeof similarityThreshold !== 'number' || !(similarityThreshold >= -1 && similarityThreshold <= 1))) {
+    bad('similarityThreshold', `must be a cosine similarity from -1 to 1, e.g. 0.3 for all-MiniLM-L6-v2 (got ${describe(similarityThreshold)}).`);
+  }
+  for (const name of ['onEmbeddingProgress', 'onModelProgress'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function.');
+  }
+  return { embedder, similarityThreshold };
 }

@@ -1,0 +1,194 @@
+// memory.forget(): a whole conversation, or some of its messages (by id, or every exchange carrying a tag), removed
+// with everything derived from them; what is derived from the rest is rebuilt.
+import { type Remove, inListOf, marks, storedConversation, turnRows } from './data-rows.js';
+import type { DataDeps, ForgetInput, ForgetReport, TurnRow } from './data-types.js';
+import { checkId, checkObject } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import { describe, readArray } from './messages.js';
+import { candidates } from './tags/key-phrases.js';
+import type { UnitTags } from './tags/tag-store.js';
+import { chunks, type TurnRecord } from './store/turn-store.js';
+import type { Statement } from './types.js';
+
+const MODULE = 'data';
+
+/**
+ * Up to this many turns, forget tags the rest of the conversation again whole (at the edge, 2,000 turns took 0.25 s
+ * of CPU); past it, only the exchanges that held a forgotten turn (whole, 50,000 turns took 44 s there).
+ */
+export const RETAG_ALL_TURNS = 4096;
+
+function invalid(path: string, message: string): never {
+  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
+}
+
+export type ForgetDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index' | 'serial' | 'settle' | 'rebuildLater'> & { remove: Remove };
+
+export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<ForgetReport> } {
+  const { driver, store } = d;
+  return {
+    forget(input) {
+      return (async () => {
+        // Vectors and summaries being made from a turn must land (or be refused) before it goes.
+        await d.settle();
+        return d.serial(async () => {
+          const o = checkObject(input, 'forget');
+          const { id: conversationId } = await storedConversation(store, o.conversationId);
+          const rows = await chosenRows(d, conversationId, o);
+          const left = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+          const whole = rows.length >= Number(left[0]?.n ?? 0);
+          // A shorter conversation is tagged again whole (exactly as if the turns had never been stored: the same
+          // tags whatever chunks its turns were imported in); a longer one only where the forgotten turns were.
+          const retag = whole || Number(left[0]?.n ?? 0) <= RETAG_ALL_TURNS ? undefined : await retagPlan(d, conversationId, rows);
+          const summaries = await d.remove(conversationId, rows, whole, retag);
+          if (!whole) {
+            await d.index.indexNew(conversationId, new Date().toISOString());
+            d.rebuildLater(conversationId);
+          }
+          return { conversationId, messageIds: rows.map((r) => r.id), summaries, conversationRemoved: whole };
+        });
+      })();
+    },
+  };
+}
+
+/** The rows forget's input names (all of the conversation's when it names none), in order; NOT_FOUND for a miss. */
+async function chosenRows(d: ForgetDeps, conversationId: string, o: Record<string, unknown>): Promise<TurnRow[]> {
+  const { driver } = d;
+  const list = o.messageIds === undefined ? undefined : readArray(o.messageIds, 'messageIds', 'INVALID_ARGUMENT', MODULE);
+  if (o.messageIds !== undefined && (!list || list.length === 0)) {
+    invalid('messageIds', `must be a non-empty array of stored message ids, or left out to forget the whole conversation (got ${describe(o.messageIds)}).`);
+  }
+  const ids = list?.map((id, i) => checkId(id, `messageIds[${i}]`));
+  if (o.tag !== undefined && typeof o.tag !== 'string') invalid('tag', `must be a tag's name, as memory.tags() lists them (got ${describe(o.tag)}).`);
+  if (ids === undefined && o.tag === undefined) return turnRows(driver, conversationId);
+  const chosen = new Map<number, TurnRow>();
+  if (ids) {
+    for (const part of chunks([...new Set(ids)], inListOf(d.store))) for (const r of await turnRows(driver, conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+    const found = new Set([...chosen.values()].map((r) => r.id));
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length > 0) {
+      throw new PagewiseError('NOT_FOUND', MODULE, `No message ${missing.slice(0, 3).map(describe).join(', ')}${missing.length > 3 ? ` (and ${missing.length - 3} more)` : ''} is stored in conversation ${describe(conversationId)}; nothing was forgotten. Take ids from report.storedIds or memory.turns().`, { path: 'messageIds' });
+    }
+  }
+  if (typeof o.tag === 'string') {
+    const [tag] = await d.canonicalizer.canonical(conversationId, [o.tag], new Date().toISOString());
+    const units = tag ? await driver.query<{ unit_seq: number; end_seq: number }>(
+      'SELECT u.unit_seq, u.end_seq FROM unit_tags t JOIN units u ON u.conversation_id = t.conversation_id AND u.unit_seq = t.unit_seq WHERE t.conversation_id = ? AND t.tag = ? AND t.related = 0',
+      [conversationId, tag]) : [];
+    if (units.length === 0) {
+      throw new PagewiseError('NOT_FOUND', MODULE, `No exchange of conversation ${describe(conversationId)} carries the tag ${describe(o.tag)}; nothing was forgotten. List its tags with memory.tags().`, { path: 'tag' });
+    }
+    for (const u of units) for (const r of await turnRows(driver, conversationId, ' AND seq BETWEEN ? AND ?', [u.unit_seq, u.end_seq])) chosen.set(r.rowid, r);
+  }
+  return [...chosen.values()].sort((a, b) => a.seq - b.seq);
+}
+
+type RetagDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index'>;
+type Unit = { unitSeq: number; endSeq: number };
+
+/** For each seq, the unit at or before it (the last unit starting at or before it), as JSON lists of seqs. */
+async function unitsAt(d: RetagDeps, conversationId: string, seqs: readonly number[]) {
+  const out = new Map<number, { unitSeq: number; endSeq: number; at: number }>();
+  for (const part of chunks([...new Set(seqs)], 500)) {
+    for (const r of await d.driver.query<{ at: number; unit_seq: number; end_seq: number }>(
+      // CROSS JOIN: from each seq (a few) into the units (many), by their key.
+      `SELECT j.value AS at, u.unit_seq, u.end_seq FROM json_each(?2) j CROSS JOIN units u ON u.conversation_id = ?1
+           AND u.unit_seq = (SELECT MAX(unit_seq) FROM units WHERE conversation_id = ?1 AND unit_seq <= j.value)`, [conversationId, JSON.stringify(part)])) {
+      out.set(Number(r.at), { unitSeq: Number(r.unit_seq), endSeq: Number(r.end_seq), at: Number(r.at) });
+    }
+  }
+  return out;
+}
+
+/**
+ * What a partial forget rewrites of the tag index, computed before its transaction and written in it: the units
+ * holding a forgotten turn and the unit before each (a reply whose question is forgotten joins it) are tagged
+ * again from what is left of them; the terms of the forgotten turns leave the term counts (a term no kept turn
+ * uses is gone); every other unit keeps its tags. (Re-tagging the whole conversation took seconds per 10,000 turns.)
+ */
+async function retagPlan(d: RetagDeps, conversationId: string, rows: ReadonlyArray<{ seq: number }>): Promise<Statement[]> {
+  const { driver } = d;
+  const forgotten = new Set(rows.map((r) => r.seq));
+  const affected = [...(await unitsAt(d, conversationId, [...forgotten])).values()].filter((u) => u.endSeq >= u.at);
+  const before = [...(await unitsAt(d, conversationId, affected.filter((u) => u.unitSeq > 0).map((u) => u.unitSeq - 1))).values()];
+  const units: Unit[] = [...new Map([...affected, ...before].map((u) => [u.unitSeq, { unitSeq: u.unitSeq, endSeq: u.endSeq }])).values()].sort((a, b) => a.unitSeq - b.unitSeq);
+  if (units.length === 0) return [];
+  const last = (await driver.query<{ end_seq: number }>('SELECT MAX(end_seq) AS end_seq FROM units WHERE conversation_id = ?', [conversationId]))[0];
+  const kept: TurnRecord[] = [];
+  const gone = new Map<string, number>();
+  let goneTurns = 0;
+  for (const u of units) {
+    for (const t of await d.store.range(conversationId, u.unitSeq, u.endSeq - u.unitSeq + 1)) {
+      if (t.seq > u.endSeq) continue;
+      if (!forgotten.has(t.seq)) kept.push(t);
+      else if (t.role !== 'system') {
+        // Counted when its unit was indexed (every indexed turn but a system one is in a unit).
+        goneTurns++;
+        for (const term of candidates(t.text).keys()) gone.set(term, (gone.get(term) ?? 0) + 1);
+      }
+    }
+  }
+  const seqs = units.map((u) => u.unitSeq);
+  const { byTag, hidden } = await tagsOfUnits(d, conversationId, seqs);
+  const per = inListOf(d.store);
+  const fresh = await d.index.tagTurns(conversationId, kept, {
+    turns: Math.max(0, Number(last?.end_seq ?? -1) + 1 - goneTurns),
+    termFrequencies: async (ts) => {
+      const stored = new Map<string, number>();
+      for (const part of chunks(ts, per)) {
+        for (const r of await driver.query<{ term: string; turns: number }>(`SELECT term, turns FROM term_df WHERE conversation_id = ? AND term IN (${marks(part.length)})`, [conversationId, ...part])) stored.set(r.term, Number(r.turns));
+      }
+      return new Map(ts.map((t) => [t, Math.max(0, (stored.get(t) ?? 0) - (gone.get(t) ?? 0))]));
+    },
+  }, hidden, new Date().toISOString());
+  return retagStatements(conversationId, seqs, fresh, byTag, gone);
+}
+
+/** How many of the units carry each of their tags, and the tags only these units carry. */
+async function tagsOfUnits(d: RetagDeps, conversationId: string, seqs: number[]) {
+  const old: { tag: string; n: number }[] = [];
+  for (const part of chunks(seqs, 500)) {
+    old.push(...(await d.driver.query<{ tag: string; n: number }>(
+      'SELECT tag, COUNT(*) AS n FROM unit_tags WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2)) GROUP BY tag', [conversationId, JSON.stringify(part)])));
+  }
+  const counts = await d.canonicalizer.counts(conversationId);
+  const byTag = new Map<string, number>();
+  for (const r of old) byTag.set(r.tag, (byTag.get(r.tag) ?? 0) + Number(r.n));
+  // Tags only these units carry: they may be the forgotten turns' words.
+  const hidden = new Set([...byTag].filter(([t, n]) => (counts.get(t) ?? 0) <= n).map(([t]) => t));
+  return { byTag, hidden };
+}
+
+/** The rewrite itself: the units' tags replaced, the tags' statistics recounted, the forgotten terms uncounted. */
+function retagStatements(conversationId: string, seqs: number[], fresh: UnitTags[], byTag: Map<string, number>, gone: Map<string, number>): Statement[] {
+  const now = new Date().toISOString();
+  const statements: Statement[] = [];
+  for (const part of chunks(seqs, 500)) {
+    const json = JSON.stringify(part);
+    statements.push(
+      { sql: 'DELETE FROM unit_tags WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2))', params: [conversationId, json] },
+      { sql: 'DELETE FROM units WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2))', params: [conversationId, json] },
+    );
+  }
+  const touched = new Set(byTag.keys());
+  for (const u of fresh) {
+    statements.push({ sql: 'INSERT INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)', params: [conversationId, u.unitSeq, u.endSeq, u.tagger, now] });
+    const tags = new Map<string, number>(u.relatedTags.map((t) => [t, 1]));
+    for (const t of u.tags) tags.set(t, 0);
+    for (const [tag, related] of tags) {
+      statements.push({ sql: 'INSERT INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)', params: [conversationId, tag, u.unitSeq, related] });
+      touched.add(tag);
+    }
+  }
+  for (const tag of touched) {
+    statements.push({ sql: `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq, last_used)
+        SELECT ?1, ?2, COUNT(*), MIN(unit_seq), MAX(unit_seq), ?3 FROM unit_tags WHERE conversation_id = ?1 AND tag = ?2
+        ON CONFLICT (conversation_id, tag) DO UPDATE SET units = excluded.units, first_seq = excluded.first_seq, last_seq = excluded.last_seq, last_used = excluded.last_used`,
+    params: [conversationId, tag, now] });
+  }
+  statements.push({ sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [conversationId] });
+  for (const [term, n] of gone) statements.push({ sql: 'UPDATE term_df SET turns = turns - ? WHERE conversation_id = ? AND term = ?', params: [n, conversationId, term] });
+  statements.push({ sql: 'DELETE FROM term_df WHERE conversation_id = ? AND turns <= 0', params: [conversationId] });
+  return statements;
+}

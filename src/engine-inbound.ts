@@ -1,0 +1,195 @@
+// onMessageInbound: before the LLM request, the question is analyzed (tags, words, its vector), the history that fits
+// is chosen, memory is recalled and the context assembled; then what was used is recorded.
+import { type HistoryItem, type SummaryCandidate, assemble } from './assembly/assembler.js';
+import { stemsOf } from './assembly/passages.js';
+import { summaryPlan } from './assembly/summary-plan.js';
+import { workingView } from './assembly/working-view.js';
+import type { QueryVector, Semantic } from './embed/semantic.js';
+import type { BackgroundJobs, Hints, Stores } from './engine-parts.js';
+import type { EngineQueue } from './engine-queue.js';
+import { checkObject } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import { type HistoryView, callerHistory, itemFor, storedHistory } from './history.js';
+import type { Memory } from './memory.js';
+import { describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from './messages.js';
+import type { ResolvedOptions } from './options.js';
+import { sampleBroad } from './retrieval/broad.js';
+import { type QueryAnalysis, analyzeQuery } from './retrieval/query.js';
+import { type RecallBlock, type RecallResult, recall } from './retrieval/retriever.js';
+import type { TagIndex } from './tags/tag-index.js';
+import type { TagRules } from './tags/tag-rules.js';
+import { TOKENS_PER_REQUEST } from './tokens/chat-format.js';
+import type { AssembledContext, ChatMessage, Tokenizer } from './types.js';
+
+const MODULE = 'engine';
+const RECALL_HITS = 16;
+
+export type InboundDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge' | 'summaryStore' | 'importance'> & {
+  opts: ResolvedOptions;
+  on: EngineQueue['on'];
+  tokenizer: () => Promise<Tokenizer>;
+  semantic: Semantic;
+  index: TagIndex;
+  rules: TagRules;
+  hints: Hints;
+  jobs: Pick<BackgroundJobs, 'regenerateLater'>;
+};
+
+/** The Memory API's request path. */
+export function inboundApi(d: InboundDeps): Pick<Memory, 'onMessageInbound'> {
+  return {
+    onMessageInbound(input) {
+      let args: Record<string, unknown>;
+      return d.on(() => validateConversationId((args = checkObject(input, 'onMessageInbound')).conversationId), (conversationId) => inbound(d, conversationId, args));
+    },
+  };
+}
+
+async function inbound(d: InboundDeps, conversationId: string, args: Record<string, unknown>): Promise<AssembledContext> {
+  const { opts } = d;
+  const message = validateMessage(args.message, 'message', opts.maxMessageBytes);
+  const history = args.history === undefined ? undefined : readArray(args.history, 'history');
+  if (args.history !== undefined && !history) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `history must be an array of messages (got ${describe(args.history)}).`, { path: 'history' });
+  }
+  const now = parseNow(args.now);
+  const nowIso = new Date(now).toISOString();
+  const tok = await d.tokenizer();
+  const text = messageText(message);
+  const { query, meaning } = await understand(d, conversationId, message, text, now, nowIso);
+  // Broad questions may use the whole window; temporal ones more memory within the target.
+  const wide = query.intent.broad;
+  const notes = [...meaning.notes];
+  const { state, view } = await historyView(d, conversationId, history, tok, wide);
+  const prefixSeqs = view.prefix.flatMap((p) => (p.seq === null ? [] : [p.seq]));
+  const messageItem = itemFor(message, null, tok);
+  const { pinned, working } = await workingHistory(d, conversationId, view, messageItem, text, tok, wide);
+  const plan = await planSummaries(d, conversationId, state !== null, query, meaning);
+  const hint = wide || opts.topicsHintAlways ? await d.hints.hintFor(conversationId, tok) : '';
+  const assembled = await assemble({
+    conversationId,
+    tokenizer: tok,
+    window: opts.contextWindow,
+    reserve: opts.reserveTokens,
+    memoryTokens: opts.memoryTokens,
+    fillTarget: opts.memoryTokensAuto,
+    targetTokens: opts.targetTokens,
+    protectedRecentTurns: opts.protectedRecentTurns,
+    prefix: view.prefix,
+    history: working.history,
+    historyComplete: view.complete,
+    message: messageItem,
+    hint,
+    placement: opts.recallPlacement,
+    wide,
+    temporal: query.intent.temporal,
+    compacted: state !== null,
+    summaries: plan.candidates,
+    summaryShare: plan.share,
+    recall: recallFor(d, { conversationId, pinned, prefixSeqs, query, meaning, now }),
+  });
+  if (working.compressed.size > 0) {
+    for (const entry of assembled.manifest) {
+      const mine = entry.sourceIds.filter((id) => working.compressed.has(id));
+      if (mine.length > 0) entry.compressed = Object.fromEntries(mine.map((id) => [id, working.compressed.get(id)!]));
+    }
+  }
+  await recordUse(d, conversationId, assembled.manifest, plan.candidates, query, now, nowIso);
+  const waiting = meaning.vector ? await d.semantic.unembedded(conversationId, await d.store.turnCount(conversationId)) : 0;
+  if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
+  return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, ...(notes.length > 0 ? { notes } : {}) };
+}
+
+/** The question's tags, words and intent, and its vector (none for a broad question). */
+async function understand(d: InboundDeps, conversationId: string, message: ChatMessage, text: string, now: number, nowIso: string): Promise<{ query: QueryAnalysis; meaning: QueryVector }> {
+  const { opts, semantic } = d;
+  // The question's vector is computed in the model's thread while this one reads tags and words (a broad
+  // question then discards it: a few milliseconds of the model's time, none of the request's).
+  const embedding = semantic.query(text, undefined, message.private === true);
+  const query = await analyzeQuery({ turns: d.store, tags: d.tagStore, index: d.index, canonicalizer: d.canonicalizer, minTags: opts.minTags, maxTags: opts.maxTags },
+    conversationId, text, now, nowIso, async () => (await embedding).vector, message.private === true);
+  semantic.touch(conversationId);
+  const meaning = query.intent.broad ? { vector: null, notes: [] } : await embedding;
+  return { query, meaning };
+}
+
+/** The history the request may send (the caller's, or the stored one), without what was compacted. */
+async function historyView(d: InboundDeps, conversationId: string, history: unknown[] | undefined, tok: Tokenizer, wide: boolean) {
+  const { opts } = d;
+  const available = opts.contextWindow - opts.reserveTokens;
+  const state = await d.summaryStore.state(conversationId);
+  const watermark = state?.watermark ?? 0;
+  const view: HistoryView = history
+    ? await callerHistory(d.store, tok, conversationId, history, opts.maxMessageBytes)
+    : await storedHistory(d.store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns, watermark);
+  // Compacted turns are sent as summaries (and recalled when relevant), not verbatim.
+  if (state) view.history = view.history.filter((i) => i.seq === null || i.seq >= watermark);
+  return { state, view };
+}
+
+/** The history fitted to its budget (long tool runs and large payloads compressed), and the conversation's pins. */
+async function workingHistory(d: InboundDeps, conversationId: string, view: HistoryView, messageItem: HistoryItem, text: string, tok: Tokenizer, wide: boolean) {
+  const { opts, importance } = d;
+  const available = opts.contextWindow - opts.reserveTokens;
+  const pinned = await importance.pinned(conversationId);
+  const fixed = view.prefix.reduce((n, i) => n + i.tokens, 0) + messageItem.tokens + TOKENS_PER_REQUEST;
+  const historyBudget = (wide ? available : opts.targetTokens) - fixed - Math.min(opts.memoryTokens, Math.floor(opts.targetTokens / 4));
+  const over = view.history.reduce((n, i) => n + i.tokens, 0) > historyBudget;
+  const recalls = over ? await importance.recallCounts(conversationId, view.history.flatMap((i) => (i.sourceId ? [i.sourceId] : []))) : new Map<string, number>();
+  const working = workingView(view.history, {
+    budget: historyBudget, protectedRecentTurns: opts.protectedRecentTurns, minConsecutiveToolMessages: opts.minConsecutiveToolMessages,
+    largePayloadThreshold: opts.largePayloadThreshold, offloadPreview: opts.offloadPreview, pinned: new Set(pinned),
+    importance: (item, index) => index + 8 * (recalls.get(item.sourceId ?? '') ?? 0), focus: stemsOf(text), tokenizer: tok,
+  });
+  return { pinned, working };
+}
+
+/** The summaries that may be paged in, in priority order, and the share of the recall budget they may take. */
+async function planSummaries(d: InboundDeps, conversationId: string, compacted: boolean, query: QueryAnalysis, meaning: QueryVector): Promise<{ candidates: SummaryCandidate[]; share: number }> {
+  // Only specific questions rank summaries by meaning (broad and temporal ones have their own order).
+  const similar = compacted && meaning.vector && !query.intent.temporal ? await d.semantic.searchSummaries(conversationId, meaning.vector, 4) : [];
+  return compacted ? await summaryPlan(d.summaryStore, conversationId, query.intent, similar) : { candidates: [], share: 0 };
+}
+
+interface RecallContext {
+  conversationId: string;
+  pinned: string[];
+  /** Seqs of the stored prefix (system messages) the request sends anyway. */
+  prefixSeqs: number[];
+  query: QueryAnalysis;
+  meaning: QueryVector;
+  now: number;
+}
+
+/** The assembler's recall: pinned turns first, then a broad sample or what tags, words and meaning find. */
+function recallFor(d: InboundDeps, c: RecallContext): (exclude: ReadonlySet<number>) => Promise<RecallResult> {
+  const { store, tagStore, semantic } = d;
+  const { conversationId, query, meaning } = c;
+  return async (exclude) => {
+    const excluded = new Set([...exclude, ...c.prefixSeqs]);
+    const pins = (await store.byIds(conversationId, c.pinned)).filter((t) => !excluded.has(t.seq)).map((t): RecallBlock => ({
+      unitSeq: t.seq, hits: [t], pair: [], adjacent: [], scores: {}, tags: [], priority: 10, reason: 'pinned by the user',
+    }));
+    for (const p of pins) excluded.add(p.unitSeq);
+    if (query.intent.broad) return { blocks: [...pins, ...await sampleBroad({ turns: store, tags: tagStore, things: d.thingJudge }, conversationId, excluded, RECALL_HITS * 2)], expired: [] };
+    const limit = query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS;
+    const vector = meaning.vector
+      ? (await semantic.searchTurns(conversationId, meaning.vector, limit * 3, { exclude: excluded, window: query.intent.window ?? undefined }))
+        .map((h) => ({ seq: h.ref, score: h.score }))
+      : undefined;
+    const found = await recall({ turns: store, tags: tagStore }, {
+      conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
+      exclude: excluded, limit, rules: d.rules, nowMs: c.now, vector,
+    });
+    return { ...found, blocks: [...pins, ...found.blocks] };
+  };
+}
+
+/** What the assembly used: stale summaries are rebuilt in the background, recalled turns and matched tags noted. */
+async function recordUse(d: InboundDeps, conversationId: string, manifest: AssembledContext['manifest'], candidates: SummaryCandidate[], query: QueryAnalysis, now: number, nowIso: string): Promise<void> {
+  const used = new Set(manifest.flatMap((e) => (e.summaryId ? [e.summaryId] : [])));
+  const stale = candidates.filter((c) => c.summary.stale && used.has(c.summary.id)).map((c) => c.summary);
+  if (stale.length > 0) d.jobs.regenerateLater(conversationId, stale);
+  await d.importance.recalled(conversationId, manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds), now);
+  await d.tagStore.touch(conversationId, query.matchedTags, nowIso);
+}

@@ -1,0 +1,82 @@
+// The inspection side of the Memory API: what is stored (conversations, turns, tags, topics), the aliases, and how
+// much of a conversation has vectors.
+import type { Semantic } from './embed/semantic.js';
+import type { Hints, Stores } from './engine-parts.js';
+import type { EngineQueue } from './engine-queue.js';
+import { optionalObject } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import type { Memory } from './memory.js';
+import { describe, validateConversationId } from './messages.js';
+import { mainTopics } from './retrieval/broad.js';
+import { publicTurn } from './store/turn-store.js';
+
+const MODULE = 'engine';
+const DEFAULT_TOPICS = 24;
+// Each topic asked for reads up to four tags' sentences with compromise (a first call), so the list is bounded.
+const MAX_TOPICS = 200;
+
+export type InspectionDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge'> & Pick<EngineQueue, 'serial' | 'on'> & {
+  semantic: Semantic;
+  hints: Pick<Hints, 'delete' | 'clear'>;
+};
+
+type InspectionMethods = Pick<Memory, 'conversations' | 'turns' | 'tags' | 'topics' | 'aliases' | 'embeddingStatus'>;
+
+export function inspectionApi(d: InspectionDeps): InspectionMethods {
+  const { store, tagStore, canonicalizer, serial, on } = d;
+  return {
+    conversations() {
+      return serial(() => store.conversations());
+    },
+
+    turns(id, range) {
+      return on(() => validateConversationId(id), async (conversationId) => {
+        const { from = 0, limit = 1000 } = optionalObject(range, 'range') as { from?: unknown; limit?: unknown };
+        if (!(await store.conversation(conversationId))) {
+          throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
+        }
+        if (!Number.isSafeInteger(from) || (from as number) < 0 || !Number.isSafeInteger(limit) || (limit as number) < 1) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `range.from must be an integer ≥ 0 and range.limit an integer ≥ 1 (got ${describe(from)}, ${describe(limit)}).`, { path: 'range' });
+        }
+        return (await store.range(conversationId, from as number, limit as number)).map(publicTurn);
+      });
+    },
+
+    tags(id) {
+      return on(() => validateConversationId(id), (conversationId) => tagStore.vocabulary(conversationId));
+    },
+
+    topics(id, options) {
+      return on(() => validateConversationId(id), (conversationId) => {
+        const { limit = DEFAULT_TOPICS } = optionalObject(options, 'options') as { limit?: unknown };
+        if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TOPICS) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.limit must be an integer from 1 to ${MAX_TOPICS} (got ${describe(limit)}); leave it out for ${DEFAULT_TOPICS}.`, { path: 'options.limit' });
+        }
+        return mainTopics({ tags: tagStore, things: d.thingJudge }, conversationId, limit);
+      });
+    },
+
+    aliases: {
+      // Arguments are checked by the canonicalizer, inside the queue: a bad one is a rejected promise. Exclusive: the
+      // scope is only known once the canonicalizer has read it, and a global alias changes every conversation.
+      add: (alias, tag, scope) => serial(async () => {
+        const added = await canonicalizer.add(alias, tag, scope, new Date().toISOString());
+        if (added.conversationId === null) d.hints.clear();
+        else d.hints.delete(added.conversationId);
+        return added;
+      }),
+      remove: (alias, scope) => serial(() => canonicalizer.remove(alias, scope)),
+      list: (scope) => serial(() => canonicalizer.list(scope)),
+      suggest: (limit, scope) => serial(() => canonicalizer.suggest(limit, scope)),
+    },
+
+    embeddingStatus(id) {
+      return on(() => validateConversationId(id), async (conversationId) => {
+        const status = await d.semantic.status(conversationId);
+        // Asking is a sign of interest: vectors a reload left missing are queued (as a first question would).
+        if (status.embedded < status.total) d.semantic.touch(conversationId);
+        return status;
+      });
+    },
+  };
+}

@@ -1,0 +1,104 @@
+// onTurnComplete: after the response, what is new of the turn is stored (verbatim, once), indexed, queued for its
+// vectors, and compacted when the conversation is over a threshold.
+import type { Background } from './background.js';
+import type { Atomic, Compactor } from './compaction/compactor.js';
+import type { Semantic } from './embed/semantic.js';
+import type { BackgroundJobs, Hints, Stores } from './engine-parts.js';
+import type { EngineQueue } from './engine-queue.js';
+import { checkObject, newTurns } from './engine-support.js';
+import { PagewiseError } from './errors.js';
+import type { Memory } from './memory.js';
+import { contentHash, describe, messageText, readArray, validateConversationId, validateMessage } from './messages.js';
+import type { ResolvedOptions } from './options.js';
+import { warmDateParser } from './retrieval/intent.js';
+import { storedOverlap } from './store/reconcile.js';
+import type { NewTurn } from './store/turn-store.js';
+import type { TagIndex } from './tags/tag-index.js';
+import { countCacheKey } from './tokens/chat-format.js';
+import type { ChatMessage, CompactionReport, Tokenizer, TurnReport } from './types.js';
+
+const MODULE = 'engine';
+
+export type TurnCompleteDeps = Pick<Stores, 'store' | 'ledger'> & {
+  opts: ResolvedOptions;
+  on: EngineQueue['on'];
+  tokenizer: () => Promise<Tokenizer>;
+  index: TagIndex;
+  semantic: Semantic;
+  hints: Hints;
+  compactor: Compactor;
+  background: Background;
+  jobs: Pick<BackgroundJobs, 'compactLater'>;
+};
+
+// A hard compaction runs inside the operation that found it due, which already holds the conversation's key.
+const inline: Atomic = (fn) => fn();
+
+/** The Memory API's write path. */
+export function turnCompleteApi(d: TurnCompleteDeps): Pick<Memory, 'onTurnComplete'> {
+  return {
+    onTurnComplete(input) {
+      let args: Record<string, unknown>;
+      return d.on(() => validateConversationId((args = checkObject(input, 'onTurnComplete')).conversationId), (conversationId) => turnComplete(d, conversationId, args));
+    },
+  };
+}
+
+async function turnComplete(d: TurnCompleteDeps, conversationId: string, args: Record<string, unknown>): Promise<TurnReport> {
+  const { store } = d;
+  const list = readArray(args.messages, 'messages');
+  if (!list || list.length === 0) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `messages must be a non-empty array of the turn's messages (got ${describe(args.messages)}).`, { path: 'messages' });
+  }
+  const messages = list.map((m, i) => validateMessage(m, `messages[${i}]`, d.opts.maxMessageBytes));
+  const hashes = await Promise.all(messages.map(contentHash));
+  const tail = (await store.before(conversationId, Number.MAX_SAFE_INTEGER, messages.length)).reverse();
+  const overlap = storedOverlap(tail, messages.map((m, i) => ({ id: m.id, contentHash: hashes[i]! })));
+  const fresh = await newTurns(store, conversationId, messages, hashes, overlap);
+  const tok = await d.tokenizer();
+  const now = new Date();
+  const turns = fresh.map(({ message, hash }) => newTurn(message, hash, now, tok));
+  if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
+  let compaction: CompactionReport | null = null;
+  if ((await store.turnCount(conversationId)) > 0) compaction = await afterStore(d, conversationId, turns.length > 0, now, tok);
+  await d.ledger.flush();
+  return {
+    conversationId,
+    stored: turns.length,
+    skipped: messages.length - turns.length,
+    storedIds: turns.map((t) => t.id),
+    totalTurns: await store.turnCount(conversationId),
+    compaction,
+  };
+}
+
+function newTurn(message: ChatMessage, hash: string, now: Date, tok: Tokenizer): NewTurn {
+  const createdMs = message.createdAt ? Date.parse(message.createdAt) : now.getTime();
+  const text = messageText(message);
+  return {
+    message,
+    id: message.id ?? `pw_${crypto.randomUUID()}`,
+    text,
+    contentHash: hash,
+    createdAt: new Date(createdMs).toISOString(),
+    createdMs,
+    tokens: tok.count(text),
+  };
+}
+
+/** Indexing, vectors, the hint and compaction once the turns are stored; the report of a hard compaction, or null. */
+async function afterStore(d: TurnCompleteDeps, conversationId: string, stored: boolean, now: Date, tok: Tokenizer): Promise<CompactionReport | null> {
+  const { compactor } = d;
+  await d.index.indexNew(conversationId, now.toISOString());
+  if (stored) d.semantic.schedule(conversationId);
+  // Refreshed here, after the response, so that the next question does not wait for it.
+  await d.hints.hintFor(conversationId, tok);
+  warmDateParser();
+  if (d.opts.compaction && stored) {
+    const due = compactor.due(await compactor.pressure(conversationId));
+    // Hard: before returning, inside this operation. Soft: in the background, between later operations.
+    if (due === 'hard') return compactor.compact(conversationId, 'hard', inline, d.background.signal);
+    if (due === 'soft') d.jobs.compactLater(conversationId);
+  }
+  return null;
+}
