@@ -1,5 +1,5 @@
 import { STOPWORDS, WORD, ftsStem } from '../retrieval/fts-query.js';
-import { PRIVATE_PLACEHOLDER } from './compactor.js';
+import { PRIVATE_PLACEHOLDER } from './summary-writer.js';
 import { sentences as sentencesOf } from '../text/sentences.js';
 import type { Summarizer, SummaryRequest, SummaryResult, Tokenizer } from '../types.js';
 

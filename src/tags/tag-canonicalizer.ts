@@ -1,35 +1,13 @@
-import { PagewiseError, isPagewiseError } from '../errors.js';
-import { checkWellFormed, describe, validateConversationId } from '../messages.js';
-import { isAliasCandidate, isAutoAlias, slug } from './canonicalize.js';
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
-import type { AliasRewrite, TagAlias, TagStore } from './tag-store.js';
+import { invalid, limitOf, scopeOf, spelling } from './alias-arguments.js';
+import { createAliasLayers, resolve } from './alias-layers.js';
+import { type AliasSuggestion, createAliasSuggester } from './alias-suggestions.js';
+import { slug } from './canonicalize.js';
+import { autoAliasOf, createVocabularies } from './tag-vocabulary.js';
+import type { TagAlias, TagStore } from './tag-store.js';
 
-interface Vocab {
-  counts: Map<string, number>;
-  /** Tags by first letter and length, so a new tag is compared with a few known ones only. */
-  buckets: Map<string, string[]>;
-}
-
-/** A conversation's own aliases, by source. */
-interface Local {
-  manual: Map<string, string>;
-  auto: Map<string, string>;
-}
-
-function bucketKey(tag: string, length = tag.length): string {
-  return `${tag[0]}${length}`;
-}
-
-/** A suggested alias: two tags that may name the same thing. */
-export interface AliasSuggestion {
-  alias: string;
-  tag: string;
-  /** Units carrying each, over the conversations where both spellings occur. */
-  aliasUnits: number;
-  tagUnits: number;
-  /** In how many conversations both spellings occur (suggestions only pair tags of one conversation). */
-  conversations: number;
-}
+export { MAX_ALIAS_LENGTH, spelling } from './alias-arguments.js';
+export { resolve } from './alias-layers.js';
+export type { AliasSuggestion } from './alias-suggestions.js';
 
 /**
  * Tag aliases: `db` is read as `database`. A manual alias applies in every conversation, or in one when given
@@ -55,76 +33,6 @@ export interface AliasApi {
   suggest(limit?: number, scope?: { conversationId?: string }): Promise<AliasSuggestion[]>;
 }
 
-const MODULE = 'aliases';
-/** The longest alias or tag accepted, in UTF-16 code units (a canonical tag is cut to 64 characters). */
-export const MAX_ALIAS_LENGTH = 128;
-const DEFAULT_SUGGESTIONS = 50;
-
-function invalid(path: string, message: string): never {
-  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path}: ${message}`, { path });
-}
-
-/** A caller's alias or tag, canonical; anything that names no tag is INVALID_ARGUMENT. */
-export function spelling(value: unknown, path: string, example: string): string {
-  if (typeof value !== 'string') invalid(path, `must be a string such as "${example}" (got ${describe(value)}).`);
-  if (value.length > MAX_ALIAS_LENGTH) {
-    invalid(path, `is ${value.length} characters long, over ${MAX_ALIAS_LENGTH}: pass the tag's name (a word or a few), such as "${example}".`);
-  }
-  checkWellFormed(value, 'INVALID_ARGUMENT', path, MODULE);
-  const canonical = slug(value);
-  if (canonical === '') invalid(path, `has no letters or digits (got ${describe(value)}), so it names no tag. Pass a word such as "${example}".`);
-  return canonical;
-}
-
-/** The optional last argument `{ conversationId }`: the conversation, or null for every conversation. */
-function scopeOf(value: unknown, method: string): string | null {
-  if (value === undefined) return null;
-  const hint = `${method} takes an optional { conversationId } as its last argument (leave it out for every conversation)`;
-  let field: PropertyDescriptor | undefined;
-  try {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) invalid('scope', `${hint}; got ${describe(value)}.`);
-    const proto = Object.getPrototypeOf(value) as unknown;
-    if (proto !== Object.prototype && proto !== null) invalid('scope', `${hint}; got an object that is not a plain object.`);
-    for (const key of Reflect.ownKeys(value)) {
-      // A misspelt key must not turn a per-conversation alias into a global one.
-      if (key !== 'conversationId') invalid('scope', `${hint}; ${typeof key === 'string' ? describe(key) : 'a symbol'} is not an option.`);
-    }
-    field = Object.getOwnPropertyDescriptor(value, 'conversationId');
-  } catch (error) {
-    // A Proxy whose traps throw (or a revoked one).
-    if (isPagewiseError(error)) throw error;
-    invalid('scope', `${hint}; got an object that cannot be read.`);
-  }
-  if (field === undefined) return null;
-  if (!('value' in field)) invalid('scope.conversationId', 'must be a plain property holding a string, not a getter.');
-  return field.value === undefined ? null : validateConversationId(field.value, 'scope.conversationId');
-}
-
-function limitOf(value: unknown): number {
-  if (value === undefined) return DEFAULT_SUGGESTIONS;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    invalid('limit', `must be an integer ≥ 1 (got ${describe(value)}); leave it out for ${DEFAULT_SUGGESTIONS}.`);
-  }
-  return value;
-}
-
-/**
- * The spelling `start` is read as, through alias maps tried in order at each step (a conversation's manual aliases,
- * then the global ones, then the ones it learned), followed until no alias changes it; a cycle stops before it
- * comes back.
- */
-export function resolve(layers: readonly ReadonlyMap<string, string>[], start: string): string {
-  let tag = start;
-  const seen = new Set([tag]);
-  for (;;) {
-    let next: string | undefined;
-    for (const map of layers) if ((next = map.get(tag)) !== undefined) break;
-    if (next === undefined || seen.has(next)) return tag;
-    seen.add(next);
-    tag = next;
-  }
-}
-
 /**
  * Makes every tag canonical before it is stored or matched: slug and plural folding, then aliases, then automatic
  * aliases of known tags (one edit apart in a long word, or the same without hyphens), which are recorded.
@@ -138,85 +46,29 @@ export function resolve(layers: readonly ReadonlyMap<string, string>[], start: s
  * anything is read or stored.
  */
 export function createCanonicalizer(store: TagStore) {
-  let global: Map<string, string> | null = null;
-  // Per conversation, for the most recently used ones only: an engine may see any number of conversation ids.
-  const locals = new Lru<string, Local>(CACHED_CONVERSATIONS);
-  const vocabs = new Lru<string, Vocab>(CACHED_CONVERSATIONS);
-
-  const globalMap = async () => (global ??= new Map((await store.aliases()).map((a) => [a.alias, a.tag])));
-
-  const local = async (conversationId: string): Promise<Local> => {
-    let l = locals.get(conversationId);
-    if (!l) {
-      l = { manual: new Map(), auto: new Map() };
-      for (const a of await store.aliases(conversationId, true)) l[a.source].set(a.alias, a.tag);
-      locals.set(conversationId, l);
-    }
-    return l;
-  };
-
-  const vocab = async (conversationId: string): Promise<Vocab> => {
-    let v = vocabs.get(conversationId);
-    if (!v) {
-      v = { counts: new Map(), buckets: new Map() };
-      for (const s of await store.vocabulary(conversationId)) remember(v, s.tag, s.units);
-      vocabs.set(conversationId, v);
-    }
-    return v;
-  };
-
-  function remember(v: Vocab, tag: string, units: number): void {
-    if (!v.counts.has(tag)) {
-      const key = bucketKey(tag);
-      const list = v.buckets.get(key) ?? [];
-      list.push(tag);
-      v.buckets.set(key, list);
-    }
-    v.counts.set(tag, units);
-  }
-
-  function forget(v: Vocab, tag: string): void {
-    if (!v.counts.delete(tag)) return;
-    const key = bucketKey(tag);
-    const list = v.buckets.get(key)!.filter((t) => t !== tag);
-    if (list.length > 0) v.buckets.set(key, list);
-    else v.buckets.delete(key);
-  }
-
-  function autoAliasOf(v: Vocab, tag: string): string | null {
-    let best: string | null = null;
-    for (const len of [tag.length - 1, tag.length, tag.length + 1]) {
-      for (const known of v.buckets.get(bucketKey(tag, len)) ?? []) {
-        if (isAutoAlias(tag, known) && (best === null || v.counts.get(known)! > v.counts.get(best)!)) best = known;
-      }
-    }
-    return best;
-  }
-
-  /** Alias maps of a conversation, in the order they are tried. */
-  const layersOf = async (conversationId: string): Promise<ReadonlyMap<string, string>[]> => {
-    const l = await local(conversationId);
-    return [l.manual, await globalMap(), l.auto];
-  };
+  const layers = createAliasLayers(store);
+  const vocabularies = createVocabularies(store);
+  const suggestAliases = createAliasSuggester(store, layers);
+  const { globalMap, local } = layers;
 
   return {
     /** Drops what is cached of a conversation (its tags or aliases were removed: forget). */
     uncache(conversationId: string): void {
-      locals.delete(conversationId);
-      vocabs.delete(conversationId);
+      layers.drop(conversationId);
+      vocabularies.drop(conversationId);
     },
 
     /** Canonical, deduplicated tags of a conversation, in the order given; empty spellings are dropped. */
     async canonical(conversationId: string, raws: readonly string[], nowIso: string): Promise<string[]> {
-      const layers = await layersOf(conversationId);
+      const maps = await layers.layersOf(conversationId);
       const learned = (await local(conversationId)).auto;
-      const v = await vocab(conversationId);
+      const v = await vocabularies.vocab(conversationId);
       const out: string[] = [];
       for (const raw of raws) {
         let tag = slug(raw);
         if (!tag) continue;
-        tag = resolve(layers, tag);
-        if (!v.counts.has(tag) && !layers.some((m) => m.has(tag))) {
+        tag = resolve(maps, tag);
+        if (!v.counts.has(tag) && !maps.some((m) => m.has(tag))) {
           const known = autoAliasOf(v, tag);
           if (known !== null) {
             // Learned from this conversation's content: recorded for it, and rewrites nothing elsewhere.
@@ -232,27 +84,11 @@ export function createCanonicalizer(store: TagStore) {
 
     /** The conversation's known tags and how many units carry each. */
     async counts(conversationId: string): Promise<ReadonlyMap<string, number>> {
-      return (await vocab(conversationId)).counts;
+      return (await vocabularies.vocab(conversationId)).counts;
     },
 
-    /**
-     * Brings a conversation's vocabulary up to date after its tags changed: only `changed` are read again (a long
-     * conversation has thousands of tags, and this runs after every indexed turn); without it, all of them.
-     */
-    async refresh(conversationId: string, changed?: readonly string[]): Promise<void> {
-      const v = changed === undefined ? undefined : vocabs.get(conversationId);
-      if (!v) {
-        vocabs.delete(conversationId);
-        await vocab(conversationId);
-        return;
-      }
-      const units = await store.tagUnits(conversationId, changed!);
-      for (const tag of changed!) {
-        const n = units.get(tag);
-        if (n !== undefined) remember(v, tag, n);
-        else forget(v, tag);
-      }
-    },
+    /** Brings a conversation's vocabulary up to date after its tags changed (only `changed`, when given). */
+    refresh: vocabularies.refresh,
 
     /**
      * Records a manual alias, global or of one conversation, and rewrites the stored tags spelled `alias` in its
@@ -272,22 +108,12 @@ export function createCanonicalizer(store: TagStore) {
           : `${JSON.stringify(wanted)} is already read as ${JSON.stringify(alias)} through existing aliases, so this one would make a loop: remove the alias that leads there first (see aliases.list()).`);
       }
       const entry: TagAlias = { alias, tag, source: 'manual', createdAt: nowIso, conversationId };
-      const rewrites: AliasRewrite[] = [];
-      if (l && conversationId !== null) {
-        rewrites.push({ conversationId, tag: resolve([new Map(l.manual).set(alias, tag), g, l.auto], alias) });
-      } else {
-        const next = new Map(g).set(alias, tag);
-        for (const c of await store.conversationsWithTag(alias)) {
-          const own = await local(c);
-          rewrites.push({ conversationId: c, tag: resolve([own.manual, next, own.auto], alias) });
-        }
-      }
+      const rewrites = await layers.rewritesOf(alias, tag, g, l && conversationId !== null ? { conversationId, own: l } : null);
       try {
         await store.addAlias(entry, rewrites);
       } finally {
-        if (conversationId === null) global = null;
-        else locals.delete(conversationId);
-        for (const r of rewrites) vocabs.delete(r.conversationId);
+        layers.drop(conversationId);
+        for (const r of rewrites) vocabularies.drop(r.conversationId);
       }
       return entry;
     },
@@ -299,8 +125,7 @@ export function createCanonicalizer(store: TagStore) {
       try {
         return await store.removeAlias(conversationId, alias);
       } finally {
-        if (conversationId === null) global = null;
-        else locals.delete(conversationId);
+        layers.drop(conversationId);
       }
     },
 
@@ -310,61 +135,11 @@ export function createCanonicalizer(store: TagStore) {
       return conversationId === null ? store.aliases() : store.aliases(conversationId);
     },
 
-    /**
-     * Pairs of tags of one conversation that look like spellings of one thing; the rarer one is proposed as the
-     * alias. Over every conversation unless one is given: a pair counts only where both spellings occur in the same
-     * conversation (tags of different users are not compared), summed over those conversations.
-     */
+    /** Suggested aliases: see AliasApi.suggest. */
     async suggest(limitIn: unknown, scopeIn: unknown): Promise<AliasSuggestion[]> {
       const limit = limitOf(limitIn);
       const conversationId = scopeOf(scopeIn, 'aliases.suggest');
-      const groups = new Map<string, { tag: string; units: number }[]>();
-      const aliased = new Map<string, Set<string>>();
-      if (conversationId !== null) {
-        groups.set(conversationId, (await store.vocabulary(conversationId)).map((t) => ({ tag: t.tag, units: t.units })));
-        aliased.set(conversationId, new Set((await layersOf(conversationId)).flatMap((m) => [...m.keys()])));
-      } else {
-        for (const t of await store.tagsByConversation()) {
-          const list = groups.get(t.conversationId) ?? [];
-          list.push(t);
-          groups.set(t.conversationId, list);
-        }
-        const everywhere = new Set((await store.aliases()).map((a) => a.alias));
-        for (const a of await store.allAliases()) {
-          if (a.conversationId === null) continue;
-          const keys = aliased.get(a.conversationId) ?? new Set(everywhere);
-          keys.add(a.alias);
-          aliased.set(a.conversationId, keys);
-        }
-        for (const c of groups.keys()) if (!aliased.has(c)) aliased.set(c, everywhere);
-      }
-      const pairs = new Map<string, { a: string; b: string; aUnits: number; bUnits: number; conversations: number }>();
-      for (const [c, tags] of groups) {
-        const skip = aliased.get(c)!;
-        const byFirst = new Map<string, { tag: string; units: number }[]>();
-        for (const t of tags) {
-          if (skip.has(t.tag)) continue;
-          const list = byFirst.get(t.tag[0]!) ?? [];
-          for (const other of list) {
-            if (!isAliasCandidate(t.tag, other.tag)) continue;
-            const [x, y] = t.tag < other.tag ? [t, other] : [other, t];
-            const key = `${x.tag} ${y.tag}`;
-            const pair = pairs.get(key) ?? { a: x.tag, b: y.tag, aUnits: 0, bUnits: 0, conversations: 0 };
-            pair.aUnits += x.units;
-            pair.bUnits += y.units;
-            pair.conversations++;
-            pairs.set(key, pair);
-          }
-          list.push(t);
-          byFirst.set(t.tag[0]!, list);
-        }
-      }
-      // The rarer spelling is the alias; on a tie, the one later in alphabetical order.
-      const out = [...pairs.values()].map((p): AliasSuggestion => (p.aUnits < p.bUnits
-        ? { alias: p.a, tag: p.b, aliasUnits: p.aUnits, tagUnits: p.bUnits, conversations: p.conversations }
-        : { alias: p.b, tag: p.a, aliasUnits: p.bUnits, tagUnits: p.aUnits, conversations: p.conversations }));
-      return out.sort((x, y) => y.aliasUnits + y.tagUnits - (x.aliasUnits + x.tagUnits) || (x.alias < y.alias ? -1 : x.alias > y.alias ? 1 : 0)
-        || (x.tag < y.tag ? -1 : 1)).slice(0, limit);
+      return suggestAliases(limit, conversationId);
     },
   };
 }
