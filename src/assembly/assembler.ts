@@ -1,10 +1,10 @@
 import { PagewiseError } from '../errors.js';
-import type { RecallBlock, RecallResult } from '../retrieval/retriever.js';
+import type { RecallResult } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../types.js';
-import { quote } from './passages.js';
-import { renderExcerpt, renderMemory, renderSummary, renderTurn } from './render.js';
+import { EXCERPT_OVERHEAD, pick, quoter } from './recall-pick.js';
+import { renderExcerpt, renderMemory, renderSummary } from './render.js';
 import type { Summary } from '../types.js';
 
 /** A summary that may be paged in, with why. */
@@ -65,11 +65,6 @@ export interface AssemblyInput {
 }
 
 const MODULE = 'assembler';
-// Per excerpt: the `<excerpt>` and `</excerpt>` lines and the first turn's time stamp (an estimate: the final block
-// is counted exactly).
-const EXCERPT_OVERHEAD = 18;
-// The least a long recalled hit is cut to.
-const HIT_FLOOR = 64;
 
 function ids(items: readonly HistoryItem[]): string[] {
   return items.flatMap((i) => i.covers ?? (i.sourceId === null ? [] : [i.sourceId]));
@@ -99,15 +94,8 @@ function excerpts(turns: readonly TurnRecord[]): string[] {
   return runs.map(renderExcerpt);
 }
 
-/**
- * Fits a request into `window − reserve`. The prefix and the new message always go (or BUDGET_EXCEEDED), then the
- * protected recent turns. A conversation that fits the target is sent whole; otherwise older turns unrelated to
- * the question are left out and the related ones are paged in as excerpts: the hits first, then the turns that
- * complete them, then their neighbours, while the recall budget lasts. The final blocks are counted whole, so
- * `total ≤ available` holds exactly.
- */
-export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal'>> {
-  const { tokenizer, history } = input;
+/** What a request may spend: what always goes (prefix, message), the target, and the cap on recent turns and memory. */
+function budgetOf(input: AssemblyInput) {
   const available = input.window - input.reserve;
   // Temporal questions may go over the target by the extra half of memory they may recall.
   const extra = input.temporal ? Math.floor(input.memoryTokens / 2) : 0;
@@ -118,116 +106,158 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     throw new PagewiseError('BUDGET_EXCEEDED', MODULE,
       `The new message and the system prefix need ${fixed} tokens but only ${available} are available (contextWindow ${input.window} − reserveTokens ${input.reserve}). Shorten the message or system prompt, or raise contextWindow.`);
   }
-  const manifest: ManifestEntry[] = [];
-  const dropped: DroppedEntry[] = [];
-
-  // Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them. Unless the
-  // whole conversation fits the target, they get at most half of it (the newest turn always, if it fits at all),
-  // so that long recent turns do not crowd out what the question asks about.
   const cap = input.wide ? 2 * input.memoryTokens : input.temporal ? Math.floor(1.5 * input.memoryTokens) : input.memoryTokens;
   // After compaction memory (summaries, recall of the compacted past) keeps its share: the active history is sent
   // whole only if it fits beside it.
-  const fitsAll = input.historyComplete && fixed + sum(history) + (input.compacted ? cap : 0) <= target;
-  // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall.
-  const whole = fitsAll && !input.compacted;
+  const fitsAll = input.historyComplete && fixed + sum(input.history) + (input.compacted ? cap : 0) <= target;
+  return { available, target, prefixTokens, fixed, cap, fitsAll };
+}
+
+type Budget = ReturnType<typeof budgetOf>;
+
+/**
+ * Protected recent turns, newest first; they stay contiguous, so the first that does not fit ends them. Unless the
+ * whole conversation fits the target, they get at most half of it (the newest turn always, if it fits at all), so
+ * that long recent turns do not crowd out what the question asks about. Returns where they start and what they leave.
+ */
+function protectRecent(history: readonly HistoryItem[], protectedRecentTurns: number, budget: Budget) {
   let start = history.length;
-  let left = available - fixed;
-  const protectedFloor = Math.max(0, history.length - input.protectedRecentTurns);
-  const recentCap = fitsAll ? left : Math.floor((target - fixed) / 2);
+  let left = budget.available - budget.fixed;
+  const floor = Math.max(0, history.length - protectedRecentTurns);
+  const recentCap = budget.fitsAll ? left : Math.floor((budget.target - budget.fixed) / 2);
   let recentUsed = 0;
-  while (start > protectedFloor && history[start - 1]!.tokens <= left && (start === history.length || recentUsed + history[start - 1]!.tokens <= recentCap)) {
+  while (start > floor && history[start - 1]!.tokens <= left && (start === history.length || recentUsed + history[start - 1]!.tokens <= recentCap)) {
     start--;
     left -= history[start]!.tokens;
     recentUsed += history[start]!.tokens;
   }
-  const protectedStart = start;
+  return { start, left, floor };
+}
 
-  let prependText = '';
-  let recallText = '';
-  let memoryTokens = 0;
-  let topicTokens = 0;
-  if (whole) {
-    start = 0;
-  } else {
-    if (fitsAll) {
-      left -= sum(history.slice(0, start));
-      start = 0;
-    }
-    const fullHintCost = input.hint ? blockTokens(tokenizer, input.hint) : 0;
-    const hint = input.hint && fullHintCost <= left ? input.hint : '';
-    const hintCost = hint ? fullHintCost : 0;
-    left -= hintCost;
-    const used = available - left;
-    // With memoryTokens left to its default, memory may take what the request's target leaves (recent turns shorter than
-    // their half leave it unspent otherwise); temporal questions keep their extra to the cap.
-    const reach = input.fillTarget ? Math.max(cap, input.targetTokens - used) : cap;
-    const recallBudget = Math.min(left, Math.max(Math.min(reach, target - used), Math.floor(cap / 4)));
-    const sent = new Set<number>();
-    for (const item of history.slice(start)) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
-    const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
-    const view = quoter(found.focus ?? new Set(), recallBudget, tokenizer);
-    const shown = chooseSummaries(input.summaries.filter((c) => !c.leftover), Math.floor(recallBudget * input.summaryShare), tokenizer);
-    const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory([''], shown.map((c) => c.text)), view);
-    const extra = input.summaries.filter((c) => c.leftover);
-    if (extra.length > 0) {
-      const spent = blockTokens(tokenizer, renderMemory(excerpts(picked.turns()), shown.map((c) => c.text)));
-      shown.push(...chooseSummaries(extra, Math.min(recallBudget - spent, Math.floor(recallBudget * input.summaryShare)), tokenizer));
-      shown.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
-    }
-    // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
-    let recallCost = 0;
-    for (;;) {
-      recallText = renderMemory(excerpts(picked.turns()), shown.map((c) => c.text));
-      recallCost = recallText === '' ? 0 : input.placement === 'message'
-        ? blockTokens(tokenizer, recallText)
-        : blockTokens(tokenizer, [hint, recallText].filter(Boolean).join('\n')) - hintCost;
-      if (recallCost <= recallBudget || (!picked.undo() && shown.pop() === undefined)) break;
-    }
-    for (const c of shown) {
-      manifest.push({
-        kind: 'summary', placement: input.placement === 'message' ? 'messages' : 'prependText', sourceIds: [], tokens: c.cost, scores: {},
-        tags: c.candidate.summary.tags, summaryId: c.candidate.summary.id, level: c.candidate.summary.level,
-        covers: { fromSeq: c.candidate.summary.firstSeq, toSeq: c.candidate.summary.lastSeq }, reason: c.candidate.reason,
-      });
-    }
-    for (const c of input.summaries) {
-      if (shown.some((x) => x.candidate === c)) continue;
-      dropped.push({ kind: 'summary', sourceIds: [c.summary.id], tokens: c.summary.tokens, scores: {}, reason: 'budget' });
-    }
-    prependText = input.placement === 'prependText' ? [hint, recallText].filter(Boolean).join('\n') : hint;
-    // As sent: the hint's block (or hint and recall in one block) plus, for 'message', the recall's own message.
-    memoryTokens = hintCost + recallCost;
-    topicTokens = hint ? tokenizer.count(hint) : 0;
-    if (hint) manifest.push({ kind: 'topics', placement: 'prependText', sourceIds: [], tokens: hintCost, scores: {}, reason: 'context-topics hint: what earlier conversation can be recalled' });
-    for (const [block, turns] of picked.byBlock()) {
-      const neighbour = turns.some((t) => !block.hits.some((h) => h.seq === t.seq));
-      manifest.push({
-        kind: 'recall',
-        placement: input.placement === 'message' ? 'messages' : 'prependText',
-        sourceIds: turns.sort((a, b) => a.seq - b.seq).map((t) => t.id),
-        tokens: turns.reduce((n, t) => n + picked.cost(t), 0),
-        scores: { ...block.scores, neighbour },
-        tags: block.tags,
-        ...(turns.some((t) => view.partial.has(t)) ? { partialIds: turns.filter((t) => view.partial.has(t)).map((t) => t.id) } : {}),
-        reason: neighbour ? `${block.reason}; with the turns that complete it` : block.reason,
-      });
-    }
-    for (const block of found.blocks) {
-      if (picked.has(block)) continue;
-      dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: block.hits.reduce((n, t) => n + picked.cost(view(t, true)), 0), scores: block.scores, reason: 'budget' });
-    }
-    for (const block of found.expired) {
-      dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: 0, scores: block.scores, reason: 'expired' });
-    }
+/** The memory a request carries: the topics hint and the recall block, and what they cost as sent. */
+interface Memory {
+  prependText: string;
+  recallText: string;
+  memoryTokens: number;
+  topicTokens: number;
+}
+
+const NO_MEMORY: Memory = { prependText: '', recallText: '', memoryTokens: 0, topicTokens: 0 };
+
+/**
+ * The hint and the recall block within what `left` leaves, with their manifest and dropped entries. `sentHistory` is
+ * the history that goes: its turns are never recalled.
+ */
+async function assembleMemory(input: AssemblyInput, budget: Budget, left: number, sentHistory: readonly HistoryItem[], manifest: ManifestEntry[], dropped: DroppedEntry[]): Promise<Memory> {
+  const { tokenizer } = input;
+  const fullHintCost = input.hint ? blockTokens(tokenizer, input.hint) : 0;
+  const hint = input.hint && fullHintCost <= left ? input.hint : '';
+  const hintCost = hint ? fullHintCost : 0;
+  left -= hintCost;
+  const used = budget.available - left;
+  const { cap } = budget;
+  // With memoryTokens left to its default, memory may take what the request's target leaves (recent turns shorter than
+  // their half leave it unspent otherwise); temporal questions keep their extra to the cap.
+  const reach = input.fillTarget ? Math.max(cap, input.targetTokens - used) : cap;
+  const recallBudget = Math.min(left, Math.max(Math.min(reach, budget.target - used), Math.floor(cap / 4)));
+  const sent = new Set<number>();
+  for (const item of sentHistory) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
+  const recalled = await recallWithin(input, recallBudget, sent, hint, hintCost);
+  summaryEntries(input, recalled.shown, manifest, dropped);
+  const prependText = input.placement === 'prependText' ? [hint, recalled.recallText].filter(Boolean).join('\n') : hint;
+  // As sent: the hint's block (or hint and recall in one block) plus, for 'message', the recall's own message.
+  const memoryTokens = hintCost + recalled.recallCost;
+  const topicTokens = hint ? tokenizer.count(hint) : 0;
+  if (hint) manifest.push({ kind: 'topics', placement: 'prependText', sourceIds: [], tokens: hintCost, scores: {}, reason: 'context-topics hint: what earlier conversation can be recalled' });
+  recallEntries(input.placement, recalled, manifest, dropped);
+  return { prependText, recallText: recalled.recallText, memoryTokens, topicTokens };
+}
+
+type ShownSummary = ReturnType<typeof chooseSummaries>[number];
+
+/**
+ * Recalled excerpts and summaries within `recallBudget`, the block counted exactly as sent (beside the hint when
+ * they share one); the latest additions are dropped until it fits.
+ */
+async function recallWithin(input: AssemblyInput, recallBudget: number, sent: ReadonlySet<number>, hint: string, hintCost: number) {
+  const { tokenizer } = input;
+  const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
+  const view = quoter(found.focus ?? new Set(), recallBudget, tokenizer);
+  const shown = chooseSummaries(input.summaries.filter((c) => !c.leftover), Math.floor(recallBudget * input.summaryShare), tokenizer);
+  const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory([''], shown.map((c) => c.text)), view);
+  const extra = input.summaries.filter((c) => c.leftover);
+  if (extra.length > 0) {
+    const spent = blockTokens(tokenizer, renderMemory(excerpts(picked.turns()), shown.map((c) => c.text)));
+    shown.push(...chooseSummaries(extra, Math.min(recallBudget - spent, Math.floor(recallBudget * input.summaryShare)), tokenizer));
+    shown.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
   }
+  // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
+  let recallText = '';
+  let recallCost = 0;
+  for (;;) {
+    recallText = renderMemory(excerpts(picked.turns()), shown.map((c) => c.text));
+    recallCost = recallText === '' ? 0 : input.placement === 'message'
+      ? blockTokens(tokenizer, recallText)
+      : blockTokens(tokenizer, [hint, recallText].filter(Boolean).join('\n')) - hintCost;
+    if (recallCost <= recallBudget || (!picked.undo() && shown.pop() === undefined)) break;
+  }
+  return { found, view, shown, picked, recallText, recallCost };
+}
 
+/** The summaries shown (manifest) and those left out (dropped). */
+function summaryEntries(input: AssemblyInput, shown: readonly ShownSummary[], manifest: ManifestEntry[], dropped: DroppedEntry[]): void {
+  for (const c of shown) {
+    manifest.push({
+      kind: 'summary', placement: input.placement === 'message' ? 'messages' : 'prependText', sourceIds: [], tokens: c.cost, scores: {},
+      tags: c.candidate.summary.tags, summaryId: c.candidate.summary.id, level: c.candidate.summary.level,
+      covers: { fromSeq: c.candidate.summary.firstSeq, toSeq: c.candidate.summary.lastSeq }, reason: c.candidate.reason,
+    });
+  }
+  for (const c of input.summaries) {
+    if (shown.some((x) => x.candidate === c)) continue;
+    dropped.push({ kind: 'summary', sourceIds: [c.summary.id], tokens: c.summary.tokens, scores: {}, reason: 'budget' });
+  }
+}
+
+/** The recalled blocks sent (manifest, with the turns that complete them), left out for budget, or expired (dropped). */
+function recallEntries(placement: AssemblyInput['placement'], recalled: Awaited<ReturnType<typeof recallWithin>>, manifest: ManifestEntry[], dropped: DroppedEntry[]): void {
+  const { found, view, picked } = recalled;
+  for (const [block, turns] of picked.byBlock()) {
+    const neighbour = turns.some((t) => !block.hits.some((h) => h.seq === t.seq));
+    manifest.push({
+      kind: 'recall',
+      placement: placement === 'message' ? 'messages' : 'prependText',
+      sourceIds: turns.sort((a, b) => a.seq - b.seq).map((t) => t.id),
+      tokens: turns.reduce((n, t) => n + picked.cost(t), 0),
+      scores: { ...block.scores, neighbour },
+      tags: block.tags,
+      ...(turns.some((t) => view.partial.has(t)) ? { partialIds: turns.filter((t) => view.partial.has(t)).map((t) => t.id) } : {}),
+      reason: neighbour ? `${block.reason}; with the turns that complete it` : block.reason,
+    });
+  }
+  for (const block of found.blocks) {
+    if (picked.has(block)) continue;
+    dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: block.hits.reduce((n, t) => n + picked.cost(view(t, true)), 0), scores: block.scores, reason: 'budget' });
+  }
+  for (const block of found.expired) {
+    dropped.push({ kind: 'recall', sourceIds: block.hits.map((t) => t.id), tokens: 0, scores: block.scores, reason: 'expired' });
+  }
+}
+
+/**
+ * The history that goes, from `start` (less the tool results cut off from their call), with its manifest entries
+ * (prefix first, the new message last) and the dropped entries of what stays out.
+ */
+function historyEntries(input: AssemblyInput, start: number, recent: ReturnType<typeof protectRecent>, prefixTokens: number, manifest: ManifestEntry[], dropped: DroppedEntry[]): HistoryItem[] {
+  const { history } = input;
+  const protectedStart = recent.start;
   // A tool result whose call was cut off would be rejected by the provider: drop it with the call.
   let orphanEnd = start;
   while (orphanEnd < history.length && history[orphanEnd]!.message.role === 'tool') orphanEnd++;
   const kept = history.slice(orphanEnd);
   const keptOlder = history.slice(orphanEnd, Math.max(orphanEnd, protectedStart));
   const keptRecent = history.slice(Math.max(orphanEnd, protectedStart));
-  const left_out = droppedHistory(history.slice(0, start), start === protectedStart && protectedStart === protectedFloor ? 'unrelated' : 'budget');
+  const left_out = droppedHistory(history.slice(0, start), start === protectedStart && protectedStart === recent.floor ? 'unrelated' : 'budget');
   if (left_out) dropped.push(left_out);
   const orphanDrop = droppedHistory(history.slice(start, orphanEnd), 'orphaned-tool-result');
   if (orphanDrop) dropped.push(orphanDrop);
@@ -243,7 +273,40 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
       reason: `protected recent turns (the last ${input.protectedRecentTurns})` });
   }
   manifest.push({ kind: 'message', placement: 'messages', sourceIds: ids([input.message]), tokens: input.message.tokens, scores: {}, reason: 'the new message' });
+  return kept;
+}
 
+/**
+ * Fits a request into `window − reserve`. The prefix and the new message always go (or BUDGET_EXCEEDED), then the
+ * protected recent turns. A conversation that fits the target is sent whole; otherwise older turns unrelated to
+ * the question are left out and the related ones are paged in as excerpts: the hits first, then the turns that
+ * complete them, then their neighbours, while the recall budget lasts. The final blocks are counted whole, so
+ * `total ≤ available` holds exactly.
+ */
+export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal'>> {
+  const { tokenizer, history } = input;
+  const budget = budgetOf(input);
+  const { available, prefixTokens } = budget;
+  const manifest: ManifestEntry[] = [];
+  const dropped: DroppedEntry[] = [];
+
+  const recent = protectRecent(history, input.protectedRecentTurns, budget);
+  let start = recent.start;
+  let memory = NO_MEMORY;
+  // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall.
+  if (budget.fitsAll && !input.compacted) {
+    start = 0;
+  } else {
+    let left = recent.left;
+    if (budget.fitsAll) {
+      left -= sum(history.slice(0, start));
+      start = 0;
+    }
+    memory = await assembleMemory(input, budget, left, history.slice(start), manifest, dropped);
+  }
+  const kept = historyEntries(input, start, recent, prefixTokens, manifest, dropped);
+
+  const { prependText, recallText, memoryTokens, topicTokens } = memory;
   const historyTokens = sum(kept);
   const recallMessage: ChatMessage[] = input.placement === 'message' && recallText ? [{ role: 'system', content: recallText }] : [];
   const total = prefixTokens + memoryTokens + historyTokens + input.message.tokens + TOKENS_PER_REQUEST;
@@ -287,82 +350,4 @@ function chooseSummaries(candidates: readonly SummaryCandidate[], budget: number
     out.push({ candidate, text, cost });
   }
   return out.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
-}
-
-/** How a recalled turn is shown: whole, or (long ones) cut to its passages about the question. */
-type TurnView = ((t: TurnRecord, hit: boolean) => TurnRecord) & { partial: Set<TurnRecord> };
-
-/**
- * Long recalled turns cut to their passages about the question: a hit to at most a sixteenth of the recall budget
- * (and at least HIT_FLOOR tokens), the turns that complete it to half of that. Cut when first needed, once.
- */
-function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: Tokenizer): TurnView {
-  const hitMax = Math.max(HIT_FLOOR, Math.floor(budget / 16));
-  const partial = new Set<TurnRecord>();
-  const seen = new Map<string, TurnRecord>();
-  const view = (t: TurnRecord, hit: boolean): TurnRecord => {
-    const key = `${t.seq}:${hit}`;
-    let shown = seen.get(key);
-    if (!shown) {
-      const q = quote(t.text, focus, hit ? hitMax : Math.floor(hitMax / 2), tokenizer);
-      shown = q.partial ? { ...t, text: q.text } : t;
-      if (q.partial) partial.add(shown);
-      seen.set(key, shown);
-    }
-    return shown;
-  };
-  return Object.assign(view, { partial });
-}
-
-/**
- * Chooses recalled turns within `budget`: every block's hits in rank order, then the turns that complete them, then
- * their neighbours; then the same for the spare blocks. Remembers the order of additions so the exact recount can undo the last ones.
- */
-function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokenizer, empty: string, view: TurnView) {
-  const costs = new Map<TurnRecord, number>();
-  const cost = (t: TurnRecord): number => {
-    let c = costs.get(t);
-    if (c === undefined) { c = tokenizer.count(renderTurn(t, false)) + 1; costs.set(t, c); }
-    return c;
-  };
-  const owner = new Map<number, RecallBlock>();
-  const order: TurnRecord[] = [];
-  let used = tokenizer.count(empty) + 4;
-  const tryAdd = (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean): void => {
-    const fresh = raw.filter((t) => !owner.has(t.seq)).map((t) => view(t, newRun));
-    if (fresh.length === 0) return;
-    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun ? EXCERPT_OVERHEAD : 0);
-    if (used + c > budget) return;
-    used += c;
-    for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
-  };
-  // The blocks wanted, then the spare ones with what budget they leave: each set hits first, then the turns that
-  // complete them, then their neighbours.
-  for (const set of [blocks.filter((b) => !b.spare), blocks.filter((b) => b.spare)]) {
-    for (const b of set) tryAdd(b, b.hits, true);
-    for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
-    for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
-  }
-  return {
-    turns: () => order,
-    cost,
-    has: (b: RecallBlock) => b.hits.some((t) => owner.get(t.seq) === b),
-    /** Removes the last addition; false when there is nothing left to remove. */
-    undo(): boolean {
-      const t = order.pop();
-      if (!t) return false;
-      owner.delete(t.seq);
-      return true;
-    },
-    byBlock(): Map<RecallBlock, TurnRecord[]> {
-      const out = new Map<RecallBlock, TurnRecord[]>();
-      for (const t of order) {
-        const b = owner.get(t.seq)!;
-        const list = out.get(b) ?? [];
-        list.push(t);
-        out.set(b, list);
-      }
-      return out;
-    },
-  };
 }

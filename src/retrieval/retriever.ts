@@ -5,7 +5,7 @@ import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { ScoreParts } from '../types.js';
 import { ftsMatch } from './fts-query.js';
-import { type RankedList, fuse } from './fusion.js';
+import { type Fused, type RankedList, fuse } from './fusion.js';
 import { type QueryIntent, namesPositionOnly } from './intent.js';
 
 /**
@@ -90,39 +90,51 @@ function pairOf(hit: TurnRecord, bySeq: ReadonlyMap<number, TurnRecord>): TurnRe
   return undefined;
 }
 
-/**
- * Ranks stored units by tag overlap (Σ IDF), BM25, named speakers and the time the question points at, fused by
- * reciprocal rank; expands each into its hits, pair and neighbours.
- */
-export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResult> {
-  const over = q.limit * 3;
-  const lists: RankedList[] = [];
-  const unitEnd = new Map<number, number>();
-  const hitSeqs = new Map<number, Set<number>>();
-  const addHit = (unit: number, seq: number) => {
-    const set = hitSeqs.get(unit) ?? new Set<number>();
-    set.add(seq);
-    hitSeqs.set(unit, set);
-  };
+/** Unit → seq range bookkeeping shared by the signals: where each unit ends, and which of its turns were hit. */
+interface Units {
+  end: Map<number, number>;
+  hits: Map<number, Set<number>>;
+}
 
-  // Turn-level hits (BM25, vectors) as a unit-level list: a unit ranks by its best turn.
-  const byUnit = async (hits: ReadonlyArray<{ seq: number; score: number }>) => {
-    const units = await stores.tags.unitOf(q.conversationId, hits.map((h) => h.seq));
-    const score = new Map<number, number>();
-    const ordered: number[] = [];
-    for (const h of hits) {
-      const u = units.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
-      unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
-      addHit(u.unitSeq, h.seq);
-      if (!score.has(u.unitSeq)) { score.set(u.unitSeq, h.score); ordered.push(u.unitSeq); }
-    }
-    return { score, ordered };
-  };
+/** Widens a unit's known end to at least `endSeq` (the farthest end any signal saw wins). */
+function extend(units: Units, unitSeq: number, endSeq: number): void {
+  units.end.set(unitSeq, Math.max(units.end.get(unitSeq) ?? endSeq, endSeq));
+}
+
+/** What every signal found: the ranked lists to fuse, and each signal's score per unit. */
+interface Signals {
+  lists: RankedList[];
+  units: Units;
+  tagScore: Map<number, { score: number; tags: string[] }>;
+  bm25Score: Map<number, number>;
+  vectorScore: Map<number, number>;
+}
+
+/** Turn-level hits (BM25, vectors) as a unit-level list: a unit ranks by its best turn. */
+async function byUnit(stores: Stores, conversationId: string, units: Units, hits: ReadonlyArray<{ seq: number; score: number }>) {
+  const unitOf = await stores.tags.unitOf(conversationId, hits.map((h) => h.seq));
+  const score = new Map<number, number>();
+  const ordered: number[] = [];
+  for (const h of hits) {
+    const u = unitOf.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
+    extend(units, u.unitSeq, u.endSeq);
+    const set = units.hits.get(u.unitSeq) ?? new Set<number>();
+    set.add(h.seq);
+    units.hits.set(u.unitSeq, set);
+    if (!score.has(u.unitSeq)) { score.set(u.unitSeq, h.score); ordered.push(u.unitSeq); }
+  }
+  return { score, ordered };
+}
+
+/** The tag, BM25 and embedding lists (each overfetching to `over`), then the time list over what they found. */
+async function gatherSignals(stores: Stores, q: RecallQuery, over: number): Promise<Signals> {
+  const lists: RankedList[] = [];
+  const units: Units = { end: new Map(), hits: new Map() };
 
   const tagRows = await stores.tags.matchUnits(q.conversationId, q.tagWeights, over);
   const tagScore = new Map<number, { score: number; tags: string[] }>();
   for (const r of tagRows) {
-    unitEnd.set(r.unitSeq, r.endSeq);
+    units.end.set(r.unitSeq, r.endSeq);
     tagScore.set(r.unitSeq, { score: r.score, tags: r.tags });
   }
   lists.push({ name: 'tags', units: tagRows.map((r) => r.unitSeq) });
@@ -130,49 +142,115 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   const match = ftsMatch(q.terms);
   const bm25Rows = match ? await stores.turns.search(q.conversationId, match, over + q.exclude.size) : [];
   const bm25 = bm25Rows.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
-  const { score: bm25Score, ordered: bm25Units } = await byUnit(bm25);
+  const { score: bm25Score, ordered: bm25Units } = await byUnit(stores, q.conversationId, units, bm25);
   // BM25's head is sharper than the tags' (whose ties fall back to recency): measured best at k = 10 on both benches.
   lists.push({ name: 'bm25', units: bm25Units, k: BM25_K });
 
   const vectorScore = new Map<number, number>();
   if (q.vector && q.vector.length > 0) {
     const hits = q.vector.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
-    const { score, ordered } = await byUnit(hits);
+    const { score, ordered } = await byUnit(stores, q.conversationId, units, hits);
     for (const [u, v] of score) vectorScore.set(u, v);
     lists.push({ name: 'vector', units: ordered, k: VECTOR_K });
   }
 
-  // Time: the span the question names, or the position it points at, over what the other signals found.
-  const inWindow = new Set<number>();
+  const found = [...new Set([...tagRows.map((r) => r.unitSeq), ...bm25Units, ...vectorScore.keys()])];
+  const time = await timeList(stores, q, over, units, found);
+  if (time) lists.push(time);
+  return { lists, units, tagScore, bm25Score, vectorScore };
+}
+
+/** Time: the span the question names, or the position it points at, over what the other signals `found`. */
+async function timeList(stores: Stores, q: RecallQuery, over: number, units: Units, found: readonly number[]): Promise<RankedList | null> {
   if (q.intent.window) {
+    const inWindow = new Set<number>();
     const seqs = await stores.turns.inWindow(q.conversationId, q.intent.window.fromMs, q.intent.window.toMs, 4 * over);
     const windowUnits = await stores.tags.unitOf(q.conversationId, seqs);
     for (const s of seqs) {
       const u = windowUnits.get(s) ?? { unitSeq: s, endSeq: s };
       if (q.exclude.has(s)) continue;
-      unitEnd.set(u.unitSeq, Math.max(unitEnd.get(u.unitSeq) ?? u.endSeq, u.endSeq));
+      extend(units, u.unitSeq, u.endSeq);
       inWindow.add(u.unitSeq);
     }
-  }
-  const found = [...new Set([...tagRows.map((r) => r.unitSeq), ...bm25Units, ...vectorScore.keys()])];
-  if (q.intent.window) {
     const topical = found.filter((u) => inWindow.has(u));
-    lists.push({ name: 'time', units: [...topical, ...[...inWindow].filter((u) => !topical.includes(u))].slice(0, over) });
-  } else if (q.intent.position) {
-    // "What did we decide about the API at the start?" names a subject: the earliest (or latest) units that match it.
-    // "How did our conversation begin?" names none (no stored tag): the conversation's own first (or last) units.
-    const subject = [...q.tagWeights.keys()].some((t) => !namesPositionOnly(t));
-    let ordered = subject ? [...found].sort((a, b) => a - b) : [];
-    if (ordered.length === 0) {
-      const from = q.intent.position === 'latest' ? Math.max(0, (await stores.turns.turnCount(q.conversationId)) - over) : 0;
-      const first = await stores.turns.range(q.conversationId, from, over);
-      const firstUnits = await stores.tags.unitOf(q.conversationId, first.map((t) => t.seq));
-      ordered = [...new Set(first.filter((t) => !q.exclude.has(t.seq)).map((t) => firstUnits.get(t.seq)?.unitSeq ?? t.seq))];
-      for (const t of first) unitEnd.set(firstUnits.get(t.seq)?.unitSeq ?? t.seq, firstUnits.get(t.seq)?.endSeq ?? t.seq);
-    }
-    if (q.intent.position === 'latest') ordered.reverse();
-    lists.push({ name: 'time', units: ordered.slice(0, over) });
+    return { name: 'time', units: [...topical, ...[...inWindow].filter((u) => !topical.includes(u))].slice(0, over) };
   }
+  if (!q.intent.position) return null;
+  // "What did we decide about the API at the start?" names a subject: the earliest (or latest) units that match it.
+  // "How did our conversation begin?" names none (no stored tag): the conversation's own first (or last) units.
+  const subject = [...q.tagWeights.keys()].some((t) => !namesPositionOnly(t));
+  let ordered = subject ? [...found].sort((a, b) => a - b) : [];
+  if (ordered.length === 0) {
+    const from = q.intent.position === 'latest' ? Math.max(0, (await stores.turns.turnCount(q.conversationId)) - over) : 0;
+    const first = await stores.turns.range(q.conversationId, from, over);
+    const firstUnits = await stores.tags.unitOf(q.conversationId, first.map((t) => t.seq));
+    ordered = [...new Set(first.filter((t) => !q.exclude.has(t.seq)).map((t) => firstUnits.get(t.seq)?.unitSeq ?? t.seq))];
+    for (const t of first) units.end.set(firstUnits.get(t.seq)?.unitSeq ?? t.seq, firstUnits.get(t.seq)?.endSeq ?? t.seq);
+  }
+  if (q.intent.position === 'latest') ordered.reverse();
+  return { name: 'time', units: ordered.slice(0, over) };
+}
+
+/** A unit's last seq as expanded: at most 7 turns past its first. */
+function unitLast(units: Units, unit: number): number {
+  return Math.min(units.end.get(unit) ?? unit, unit + 7);
+}
+
+/** What building a block needs beside the fused unit: the signals, the turns loaded and the units' own tags. */
+interface BlockContext {
+  q: RecallQuery;
+  signals: Signals;
+  bySeq: ReadonlyMap<number, TurnRecord>;
+  unitTags: Awaited<ReturnType<TagStore['tagsOf']>>;
+  queryTags: ReadonlySet<string>;
+  lastSeq: number;
+}
+
+/** A fused unit expanded into its hits, pair and neighbours, scored and judged by the tag rules; null when none of its turns is left. */
+function blockOf(f: Fused, c: BlockContext): { block: RecallBlock; expired: boolean } | null {
+  const { q, signals, bySeq } = c;
+  const end = unitLast(signals.units, f.unit);
+  const unitTurns: TurnRecord[] = [];
+  for (let s = f.unit; s <= end; s++) { const t = bySeq.get(s); if (t && !q.exclude.has(s)) unitTurns.push(t); }
+  if (unitTurns.length === 0) return null;
+  const matched = signals.tagScore.get(f.unit)?.tags ?? [];
+  let hits = [...(signals.units.hits.get(f.unit) ?? [])].flatMap((s) => (bySeq.has(s) && !q.exclude.has(s) ? [bySeq.get(s)!] : []));
+  if (hits.length === 0) {
+    // A tag (or time) hit names the unit, not a turn: take the turns whose own words carry a matched tag.
+    hits = unitTurns.filter((t) => matched.some((tag) => candidates(t.text).has(tag)));
+    if (hits.length === 0) hits = [unitTurns[0]!];
+  }
+  const hitSet = new Set(hits.map((t) => t.seq));
+  const pair = [...new Set(hits.map((h) => pairOf(h, bySeq)).filter((t): t is TurnRecord => !!t && !hitSet.has(t.seq) && !q.exclude.has(t.seq)))];
+  const taken = new Set([...hitSet, ...pair.map((t) => t.seq)]);
+  const adjacent = [...taken].flatMap((s) => [s - 1, s + 1]).filter((s) => !taken.has(s) && !q.exclude.has(s) && bySeq.has(s))
+    .filter((s, i, all) => all.indexOf(s) === i).map((s) => bySeq.get(s)!);
+  const own = c.unitTags.get(f.unit) ?? { tags: [], related: [] };
+  const tags = [...matched.filter((t) => c.queryTags.has(t)), ...own.tags.filter((t) => !matched.includes(t))];
+  const lastMs = Math.max(...unitTurns.map((t) => t.createdMs));
+  const verdict = q.rules.judge([...own.tags, ...own.related], lastMs, q.nowMs);
+  const recency = 0.9 + 0.1 * (f.unit / c.lastSeq);
+  const scores: ScoreParts = { fusion: round(f.score), recency: round(recency), priority: verdict.priority };
+  const ts = signals.tagScore.get(f.unit);
+  if (ts) scores.tagIdf = round(ts.score);
+  const b = signals.bm25Score.get(f.unit);
+  if (b !== undefined) scores.bm25 = round(b);
+  const v = signals.vectorScore.get(f.unit);
+  if (v !== undefined) scores.vector = round(v);
+  if (f.lists.includes('speaker')) scores.speaker = true;
+  if (f.lists.includes('time')) scores.time = true;
+  const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
+  return { block, expired: verdict.expired };
+}
+
+/**
+ * Ranks stored units by tag overlap (Σ IDF), BM25, named speakers and the time the question points at, fused by
+ * reciprocal rank; expands each into its hits, pair and neighbours.
+ */
+export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResult> {
+  const over = q.limit * 3;
+  const signals = await gatherSignals(stores, q, over);
+  const { lists, units } = signals;
 
   // The speaker signal reads the hit turns of every candidate; only the best few are then expanded into blocks.
   const fused = fuse(lists);
@@ -185,57 +263,26 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   const speakers = new Set(q.speakers.map((s) => s.toLowerCase()));
   let final = fused;
   if (speakers.size > 0) {
-    await load(top.flatMap((f) => [...(hitSeqs.get(f.unit) ?? [f.unit])]));
-    const bySpeaker = top.filter((f) => [...(hitSeqs.get(f.unit) ?? [f.unit])].some((s) => speakers.has(bySeq.get(s)?.name?.toLowerCase() ?? '')));
+    await load(top.flatMap((f) => [...(units.hits.get(f.unit) ?? [f.unit])]));
+    const bySpeaker = top.filter((f) => [...(units.hits.get(f.unit) ?? [f.unit])].some((s) => speakers.has(bySeq.get(s)?.name?.toLowerCase() ?? '')));
     lists.push({ name: 'speaker', units: bySpeaker.map((f) => f.unit) });
     final = fuse(lists);
   }
   // A few more than wanted: tag rules may still expire some. Then the spare ones, in fused order.
   const chosen = final.slice(0, q.limit * (1 + SPARE_PER_BLOCK) + EXTRA);
   await load(chosen.flatMap((f) => {
-    const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
+    const end = unitLast(units, f.unit);
     return Array.from({ length: end - f.unit + 3 }, (_, i) => f.unit - 1 + i);
   }));
   const unitTags = await stores.tags.tagsOf(q.conversationId, chosen.map((f) => f.unit));
-  const lastSeq = Math.max(1, ...top.map((f) => f.unit));
+  const context: BlockContext = { q, signals, bySeq, unitTags, queryTags: new Set(q.tagWeights.keys()), lastSeq: Math.max(1, ...top.map((f) => f.unit)) };
 
   const blocks: RecallBlock[] = [];
   const spares: RecallBlock[] = [];
   const expired: RecallBlock[] = [];
-  const queryTags = new Set(q.tagWeights.keys());
   for (const [i, f] of chosen.entries()) {
-    const end = Math.min(unitEnd.get(f.unit) ?? f.unit, f.unit + 7);
-    const unitTurns: TurnRecord[] = [];
-    for (let s = f.unit; s <= end; s++) { const t = bySeq.get(s); if (t && !q.exclude.has(s)) unitTurns.push(t); }
-    if (unitTurns.length === 0) continue;
-    const matched = tagScore.get(f.unit)?.tags ?? [];
-    let hits = [...(hitSeqs.get(f.unit) ?? [])].flatMap((s) => (bySeq.has(s) && !q.exclude.has(s) ? [bySeq.get(s)!] : []));
-    if (hits.length === 0) {
-      // A tag (or time) hit names the unit, not a turn: take the turns whose own words carry a matched tag.
-      hits = unitTurns.filter((t) => matched.some((tag) => candidates(t.text).has(tag)));
-      if (hits.length === 0) hits = [unitTurns[0]!];
-    }
-    const hitSet = new Set(hits.map((t) => t.seq));
-    const pair = [...new Set(hits.map((h) => pairOf(h, bySeq)).filter((t): t is TurnRecord => !!t && !hitSet.has(t.seq) && !q.exclude.has(t.seq)))];
-    const taken = new Set([...hitSet, ...pair.map((t) => t.seq)]);
-    const adjacent = [...taken].flatMap((s) => [s - 1, s + 1]).filter((s) => !taken.has(s) && !q.exclude.has(s) && bySeq.has(s))
-      .filter((s, i, all) => all.indexOf(s) === i).map((s) => bySeq.get(s)!);
-    const own = unitTags.get(f.unit) ?? { tags: [], related: [] };
-    const tags = [...matched.filter((t) => queryTags.has(t)), ...own.tags.filter((t) => !matched.includes(t))];
-    const lastMs = Math.max(...unitTurns.map((t) => t.createdMs));
-    const verdict = q.rules.judge([...own.tags, ...own.related], lastMs, q.nowMs);
-    const recency = 0.9 + 0.1 * (f.unit / lastSeq);
-    const scores: ScoreParts = { fusion: round(f.score), recency: round(recency), priority: verdict.priority };
-    const ts = tagScore.get(f.unit);
-    if (ts) scores.tagIdf = round(ts.score);
-    const b = bm25Score.get(f.unit);
-    if (b !== undefined) scores.bm25 = round(b);
-    const v = vectorScore.get(f.unit);
-    if (v !== undefined) scores.vector = round(v);
-    if (f.lists.includes('speaker')) scores.speaker = true;
-    if (f.lists.includes('time')) scores.time = true;
-    const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
-    (verdict.expired ? expired : i < q.limit + EXTRA ? blocks : spares).push(block);
+    const built = blockOf(f, context);
+    if (built) (built.expired ? expired : i < q.limit + EXTRA ? blocks : spares).push(built.block);
   }
   const ranked = covering(blocks, stemsOf(q.terms.join(' ')));
   const spare = [...ranked.slice(q.limit), ...spares].slice(0, q.limit * SPARE_PER_BLOCK);

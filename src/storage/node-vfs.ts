@@ -105,25 +105,27 @@ export function syncDirectory(dir: string): void {
   }
 }
 
-/** Installs the VFS in this sqlite3 module, once. */
-export function installNodeVfs(sqlite3: Sqlite3Static): VfsState {
-  const existing = installed.get(sqlite3);
-  if (existing) return existing;
-  const api = sqlite3 as unknown as VfsApi;
-  const { wasm, capi } = api;
-  const state: VfsState = { files: new Map(), lastError: { seq: 0, message: '' } };
-  const fail = (e: unknown, rc: number): number => {
+/** Records an OS error (for xGetLastError) and gives SQLite's code for it: SQLITE_FULL for a full disk, else `rc`. */
+type Fail = (e: unknown, rc: number) => number;
+
+function failer(state: VfsState): Fail {
+  return (e: unknown, rc: number): number => {
     state.lastError = { seq: state.lastError.seq + 1, message: String((e as Error)?.message ?? e) };
     return codeOf(e) === 'ENOSPC' ? SQLITE_FULL : rc;
   };
+}
+
+/**
+ * The methods of an open file. No method may throw: an exception through the WebAssembly frames would leave SQLite
+ * in an undefined state.
+ */
+function createIoMethods(wasm: Wasm, state: VfsState, fail: Fail) {
   const fileOf = (pFile: number): OpenFile => {
     const file = state.files.get(pFile);
     if (!file) throw new Error(`no open file for handle ${pFile}`);
     return file;
   };
-
-  // No method may throw: an exception through the WebAssembly frames would leave SQLite in an undefined state.
-  const ioMethods = {
+  return {
     xCheckReservedLock(pFile: number, pOut: number): number {
       try {
         const me = fileOf(pFile);
@@ -215,16 +217,51 @@ export function installNodeVfs(sqlite3: Sqlite3Static): VfsState {
       } catch (e) { return fail(e, SQLITE_IOERR_WRITE); }
     },
   };
-  const io = new capi.sqlite3_io_methods();
-  io.$iVersion = 1;
-  api.vfs.installVfs({ io: { struct: io, methods: ioMethods } });
+}
 
+/**
+ * Opens `path` for SQLite's `flags` as the unix VFS would, and returns what the VFS keeps of it (with the flags SQLite
+ * is told it got). Throws when the file cannot be opened.
+ */
+function openFile(state: VfsState, path: string, flags: number, temporary: boolean): OpenFile {
+  if (flags & SQLITE_OPEN_MAIN_DB) {
+    for (const f of state.files.values()) {
+      if (f.path === path && f.flags & SQLITE_OPEN_MAIN_DB) throw new Error(`${path} is already open in this process`);
+    }
+  }
+  // As the unix VFS for journals, and for a new database file too: a created file's directory entry is synced.
+  const durable = (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_SUPER_JOURNAL | SQLITE_OPEN_WAL)) !== 0;
+  const created = durable && !temporary && statSync(path, { throwIfNoEntry: false }) === undefined;
+  let mode = flags & SQLITE_OPEN_READWRITE ? constants.O_RDWR : constants.O_RDONLY;
+  if (flags & SQLITE_OPEN_CREATE) mode |= constants.O_CREAT;
+  if (flags & SQLITE_OPEN_EXCLUSIVE || temporary) mode |= constants.O_EXCL;
+  let outFlags = flags;
+  let fd: number;
+  try {
+    fd = openSync(path, mode, 0o644);
+  } catch (e) {
+    // As the unix VFS: a file that cannot be written is opened read-only, and SQLite is told so.
+    if (!(flags & SQLITE_OPEN_READWRITE) || !['EACCES', 'EPERM', 'EROFS'].includes(codeOf(e) ?? '')) throw e;
+    fd = openSync(path, constants.O_RDONLY);
+    outFlags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
+  }
+  let deleteOnClose = (flags & SQLITE_OPEN_DELETEONCLOSE) !== 0 || temporary;
+  if (deleteOnClose && process.platform !== 'win32') {
+    // POSIX: the name goes now, the data with the last handle, even if the process dies.
+    try { unlinkSync(path); deleteOnClose = false; } catch { /* deleted at close instead */ }
+  }
+  return { fd, path, flags: outFlags, lock: 0, syncDir: created, deleteOnClose };
+}
+
+/** The VFS's own methods (names, time, randomness, sleep, and xOpen, which gives each file the io methods at `ioPointer`). */
+function createVfsMethods(api: VfsApi, state: VfsState, fail: Fail, ioPointer: number) {
+  const { wasm, capi } = api;
   // Not wasm.cstrToJs: its decoder drops a leading U+FEFF, and a path is a name to keep byte for byte.
   const pathDecoder = new TextDecoder('utf-8', { ignoreBOM: true });
   const cString = (ptr: number): string => pathDecoder.decode(wasm.heap8u().subarray(ptr, ptr + wasm.cstrlen(ptr)));
   const utf8 = new TextEncoder();
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  const vfsMethods = {
+  return {
     xAccess(_pVfs: number, zName: number, flags: number, pOut: number): number {
       let yes = 0;
       try {
@@ -281,37 +318,12 @@ export function installNodeVfs(sqlite3: Sqlite3Static): VfsState {
       try {
         const temporary = !zName;
         const path = temporary ? join(tmpdir(), `pagewise-${randomBytes(8).toString('hex')}.tmp`) : cString(zName);
-        if (flags & SQLITE_OPEN_MAIN_DB) {
-          for (const f of state.files.values()) {
-            if (f.path === path && f.flags & SQLITE_OPEN_MAIN_DB) throw new Error(`${path} is already open in this process`);
-          }
-        }
-        // As the unix VFS for journals, and for a new database file too: a created file's directory entry is synced.
-        const durable = (flags & (SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_SUPER_JOURNAL | SQLITE_OPEN_WAL)) !== 0;
-        const created = durable && !temporary && statSync(path, { throwIfNoEntry: false }) === undefined;
-        let mode = flags & SQLITE_OPEN_READWRITE ? constants.O_RDWR : constants.O_RDONLY;
-        if (flags & SQLITE_OPEN_CREATE) mode |= constants.O_CREAT;
-        if (flags & SQLITE_OPEN_EXCLUSIVE || temporary) mode |= constants.O_EXCL;
-        let outFlags = flags;
-        let fd: number;
-        try {
-          fd = openSync(path, mode, 0o644);
-        } catch (e) {
-          // As the unix VFS: a file that cannot be written is opened read-only, and SQLite is told so.
-          if (!(flags & SQLITE_OPEN_READWRITE) || !['EACCES', 'EPERM', 'EROFS'].includes(codeOf(e) ?? '')) throw e;
-          fd = openSync(path, constants.O_RDONLY);
-          outFlags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
-        }
-        let deleteOnClose = (flags & SQLITE_OPEN_DELETEONCLOSE) !== 0 || temporary;
-        if (deleteOnClose && process.platform !== 'win32') {
-          // POSIX: the name goes now, the data with the last handle, even if the process dies.
-          try { unlinkSync(path); deleteOnClose = false; } catch { /* deleted at close instead */ }
-        }
-        state.files.set(pFile, { fd, path, flags: outFlags, lock: 0, syncDir: created, deleteOnClose });
+        const opened = openFile(state, path, flags, temporary);
+        state.files.set(pFile, opened);
         const file = new capi.sqlite3_file(pFile);
-        file.$pMethods = io.pointer;
+        file.$pMethods = ioPointer;
         file.dispose();
-        if (pOutFlags) wasm.poke32(pOutFlags, outFlags);
+        if (pOutFlags) wasm.poke32(pOutFlags, opened.flags);
         return SQLITE_OK;
       } catch (e) { return fail(e, SQLITE_CANTOPEN); }
     },
@@ -324,13 +336,27 @@ export function installNodeVfs(sqlite3: Sqlite3Static): VfsState {
       return microseconds;
     },
   };
+}
+
+/** Installs the VFS in this sqlite3 module, once. */
+export function installNodeVfs(sqlite3: Sqlite3Static): VfsState {
+  const existing = installed.get(sqlite3);
+  if (existing) return existing;
+  const api = sqlite3 as unknown as VfsApi;
+  const { wasm, capi } = api;
+  const state: VfsState = { files: new Map(), lastError: { seq: 0, message: '' } };
+  const fail = failer(state);
+
+  const io = new capi.sqlite3_io_methods();
+  io.$iVersion = 1;
+  api.vfs.installVfs({ io: { struct: io, methods: createIoMethods(wasm, state, fail) } });
+
   const vfs = new capi.sqlite3_vfs();
   vfs.$iVersion = 2;
   vfs.$szOsFile = capi.sqlite3_file.structInfo.sizeof;
   vfs.$mxPathname = MAX_PATHNAME;
   vfs.addOnDispose(vfs.$zName = wasm.allocCString(VFS_NAME));
-  api.vfs.installVfs({ vfs: { struct: vfs, methods: vfsMethods } });
+  api.vfs.installVfs({ vfs: { struct: vfs, methods: createVfsMethods(api, state, fail, io.pointer) } });
   installed.set(sqlite3, state);
   return state;
 }
-

@@ -2,7 +2,11 @@ import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageD
 import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
 import { PagewiseError } from '../errors.js';
 import { describe } from '../messages.js';
-import { IN_LIST_MAX, inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
+import { inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
+import { chunks, inChunks, placeholders } from './in-lists.js';
+
+// The IN-list helpers lived here first: other stores import them from this module.
+export { IN_CHUNK, chunks, inChunks, placeholders } from './in-lists.js';
 
 /** A stored turn with its row id (internal: the FTS index and derived tables key on it). */
 export interface TurnRecord extends StoredTurn {
@@ -76,31 +80,6 @@ export function turnMessage(t: StoredTurn): ChatMessage {
   return m;
 }
 
-/** `?, ?, …` for an IN list of `n` values. */
-export function placeholders(n: number): string {
-  return Array.from({ length: n }, () => '?').join(', ');
-}
-
-/**
- * Values bound per `IN (…)` list at most: a caller's list (message ids, a history) may be longer than a driver binds
- * in one statement. The builders slice by `inListSize(limits, others)`, which is also under the driver's maxParams.
- */
-export const IN_CHUNK = IN_LIST_MAX;
-
-/** `values` in slices of at most `size` (one statement each). */
-export function chunks<T>(values: readonly T[], size = IN_CHUNK): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < values.length; i += size) out.push(values.slice(i, i + size));
-  return out;
-}
-
-/** Runs `query` once per slice of `values` and concatenates the rows. */
-export async function inChunks<T, R>(values: readonly T[], query: (chunk: T[]) => R[] | Promise<R[]>, size = IN_CHUNK): Promise<R[]> {
-  const out: R[] = [];
-  for (const chunk of chunks(values, size)) out.push(...await query(chunk));
-  return out;
-}
-
 // A turn row's bytes besides its strings: the record header (a varint per column) and its integers, with room to spare.
 const ROW_OVERHEAD = 256;
 // What append writes besides the message: created_at and stored_at (ISO 8601), content_hash (SHA-256 in hex).
@@ -130,64 +109,93 @@ export function turnRowError(limits: StorageLimits, driverName: string, conversa
     path === undefined ? undefined : { path });
 }
 
-/** Every SQL statement pagewise runs on canonical turns, over any StorageDriver. */
-export function createTurnStore(driver: StorageDriver) {
-  const limits = limitsOf(driver);
-  // Values per IN list beside the one other parameter (conversation id, or encoding) each lookup binds.
-  const per = inListSize(limits, 1);
-  const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
-    (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
-  // Turn count and speaker names of the most recently used conversations, kept current by append(): every question
-  // needs them. Seqs run from 0 in append order, so MAX(seq) + 1 (one index seek) bounds them — after a forget it
-  // can be more than the turns stored (forget leaves gaps), so what callers are told is COUNT(*) instead;
-  // the speakers are read once per conversation (a scan), only when asked for. Conversations without turns are not
-  // kept (unknown ids cost nothing), and the cache is bounded.
+type ConversationRow = { id: string; created_at: string; updated_at: string; turns: number };
+
+function conversationInfo(r: ConversationRow): ConversationInfo {
+  return { id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at };
+}
+
+/**
+ * Turn count and speaker names of the most recently used conversations, kept current by append: every question
+ * needs them. Seqs run from 0 in append order, so MAX(seq) + 1 (one index seek) bounds them — after a forget it can
+ * be more than the turns stored (forget leaves gaps), so what callers are told is COUNT(*) instead; the speakers are
+ * read once per conversation (a scan), only when asked for. Conversations without turns are not kept (unknown ids
+ * cost nothing), and the cache is bounded.
+ */
+function createConversationFacts(driver: StorageDriver) {
   const facts = new Lru<string, { turns: number; speakers: Set<string> | null }>(CACHED_CONVERSATIONS);
-  const factsOf = async (conversationId: string) => {
-    let f = facts.get(conversationId);
-    if (!f) {
-      const count = await driver.query<{ n: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM turns WHERE conversation_id = ?', [conversationId]);
-      f = { turns: Number(count[0]?.n ?? 0), speakers: null };
-      if (f.turns > 0) facts.set(conversationId, f);
-    }
-    return f;
+  return {
+    async of(conversationId: string) {
+      let f = facts.get(conversationId);
+      if (!f) {
+        const count = await driver.query<{ n: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+        f = { turns: Number(count[0]?.n ?? 0), speakers: null };
+        if (f.turns > 0) facts.set(conversationId, f);
+      }
+      return f;
+    },
+
+    forget(conversationId: string): void {
+      facts.delete(conversationId);
+    },
+
+    /** Keeps a conversation's facts current after append wrote `turns` from seq `base`. */
+    appended(conversationId: string, base: number, turns: readonly NewTurn[]): void {
+      const speakers = facts.get(conversationId)?.speakers ?? null;
+      for (const t of turns) if (t.message.name !== undefined) speakers?.add(t.message.name);
+      facts.set(conversationId, { turns: base + turns.length, speakers });
+    },
   };
+}
 
-  const nextSeq = async (conversationId: string): Promise<number> => {
-    const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
-    return Number(rows[0]?.next ?? 0);
-  };
+type ConversationFacts = ReturnType<typeof createConversationFacts>;
 
-  /** Throws MESSAGE_TOO_LARGE, before anything is written, when a turn's row would be over the row limit. */
-  function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
-    for (const t of turns) {
-      const error = turnRowError(limits, driver.name, conversationId, t.id, t.message, t.text);
-      if (error) throw error;
-    }
-    return appendRows(conversationId, base, turns, countKey, nowIso);
-  }
-
+/** Conversations: their rows, turn counts and speakers. */
+function createConversations(driver: StorageDriver, facts: ConversationFacts) {
   // What callers are told is the turns stored (a forget leaves gaps in seq, so not MAX(seq) + 1).
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
-      const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
+      const rows = await driver.query<ConversationRow>(
         `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
          FROM conversations c WHERE c.id = ?`, [id]);
       const r = rows[0];
-      return r ? { id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at } : null;
+      return r ? conversationInfo(r) : null;
     },
 
     async conversations(): Promise<ConversationInfo[]> {
-      const rows = await driver.query<{ id: string; created_at: string; updated_at: string; turns: number }>(
+      const rows = await driver.query<ConversationRow>(
         `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
          FROM conversations c ORDER BY c.updated_at DESC, c.id`);
-      return rows.map((r) => ({ id: r.id, turns: Number(r.turns), createdAt: r.created_at, updatedAt: r.updated_at }));
+      return rows.map(conversationInfo);
     },
 
     async turnCount(conversationId: string): Promise<number> {
-      return (await factsOf(conversationId)).turns;
+      return (await facts.of(conversationId)).turns;
     },
 
+    /** Speaker names of a conversation (as stored), for query parsing. */
+    async speakers(conversationId: string): Promise<string[]> {
+      const f = await facts.of(conversationId);
+      if (f.turns === 0) return [];
+      if (f.speakers === null) {
+        const names = await driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]);
+        f.speakers = new Set(names.map((r) => r.name));
+      }
+      return [...f.speakers];
+    },
+
+    /** Drops what is cached of a conversation (its turns were removed or added outside append()). */
+    uncache(conversationId: string): void {
+      facts.forget(conversationId);
+    },
+  };
+}
+
+/** Turns read back as records, by position, by key or by time; `per` values per IN list at most. */
+function createTurnReads(driver: StorageDriver, per: number) {
+  const selectTurns = async (where: string, params: SqlValue[]): Promise<TurnRecord[]> =>
+    (await driver.query<TurnRow>(`SELECT ${TURN_COLUMNS} FROM turns WHERE ${where}`, params)).map(toRecord);
+  return {
     /** Turns in order of `seq`, from `fromSeq` (inclusive), at most `limit`. */
     range(conversationId: string, fromSeq: number, limit: number): Promise<TurnRecord[]> {
       return selectTurns('conversation_id = ? AND seq >= ? ORDER BY seq LIMIT ?', [conversationId, fromSeq, limit]);
@@ -212,6 +220,19 @@ export function createTurnStore(driver: StorageDriver) {
       return hashes.length > per ? rows.sort((a, b) => a.seq - b.seq) : rows;
     },
 
+    /** Seqs of turns written in `[fromMs, toMs)`, earliest first. */
+    async inWindow(conversationId: string, fromMs: number, toMs: number, limit: number): Promise<number[]> {
+      const rows = await driver.query<{ seq: number }>(
+        'SELECT seq FROM turns WHERE conversation_id = ? AND created_ms >= ? AND created_ms < ? ORDER BY created_ms, seq LIMIT ?',
+        [conversationId, fromMs, toMs, limit]);
+      return rows.map((r) => Number(r.seq));
+    },
+  };
+}
+
+/** What is derived from turns and kept beside them: the full-text index and the cached token counts. */
+function createTurnIndex(driver: StorageDriver, per: number) {
+  return {
     /** BM25 over turn text and speaker names; higher `score` is better. */
     async search(conversationId: string, match: string, limit: number): Promise<{ seq: number; score: number }[]> {
       const rows = await driver.query<{ seq: number; score: number }>(
@@ -239,25 +260,6 @@ export function createTurnStore(driver: StorageDriver) {
       return Number(rows[0]?.n ?? 0);
     },
 
-    /** Seqs of turns written in `[fromMs, toMs)`, earliest first. */
-    async inWindow(conversationId: string, fromMs: number, toMs: number, limit: number): Promise<number[]> {
-      const rows = await driver.query<{ seq: number }>(
-        'SELECT seq FROM turns WHERE conversation_id = ? AND created_ms >= ? AND created_ms < ? ORDER BY created_ms, seq LIMIT ?',
-        [conversationId, fromMs, toMs, limit]);
-      return rows.map((r) => Number(r.seq));
-    },
-
-    /** Speaker names of a conversation (as stored), for query parsing. */
-    async speakers(conversationId: string): Promise<string[]> {
-      const f = await factsOf(conversationId);
-      if (f.turns === 0) return [];
-      if (f.speakers === null) {
-        const names = await driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]);
-        f.speakers = new Set(names.map((r) => r.name));
-      }
-      return [...f.speakers];
-    },
-
     /** Cached token counts for `rowids` in `encoding`. */
     async tokenCounts(rowids: number[], encoding: string): Promise<Map<number, number>> {
       const out = new Map<number, number>();
@@ -275,7 +277,26 @@ export function createTurnStore(driver: StorageDriver) {
         params: [rowid, encoding, tokens],
       })));
     },
+  };
+}
 
+/** Appending turns: one transaction per append, each row checked against the driver's limits; keeps `facts` current. */
+function createTurnWriter(driver: StorageDriver, limits: StorageLimits, facts: ConversationFacts) {
+  const nextSeq = async (conversationId: string): Promise<number> => {
+    const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
+    return Number(rows[0]?.next ?? 0);
+  };
+
+  /** Throws MESSAGE_TOO_LARGE, before anything is written, when a turn's row would be over the row limit. */
+  function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
+    for (const t of turns) {
+      const error = turnRowError(limits, driver.name, conversationId, t.id, t.message, t.text);
+      if (error) throw error;
+    }
+    return appendRows(conversationId, base, turns, countKey, nowIso);
+  }
+
+  return {
     /**
      * Appends turns at the end of the conversation in one transaction: the conversation row, the turns, their FTS
      * entries and token counts move together or not at all.
@@ -287,12 +308,10 @@ export function createTurnStore(driver: StorageDriver) {
       } catch (error) {
         // A driver may fail after its commit (or half-way, without a transaction): what is stored is unknown, so
         // the cached count and speakers are dropped and read again next time.
-        facts.delete(conversationId);
+        facts.forget(conversationId);
         throw error;
       }
-      const speakers = facts.get(conversationId)?.speakers ?? null;
-      for (const t of turns) if (t.message.name !== undefined) speakers?.add(t.message.name);
-      facts.set(conversationId, { turns: base + turns.length, speakers });
+      facts.appended(conversationId, base, turns);
     },
 
     /** The seq the next appended turn gets. */
@@ -300,14 +319,23 @@ export function createTurnStore(driver: StorageDriver) {
 
     /** The statements that append `turns` from seq `base`, for a caller's own transaction (import). */
     appendStatements,
+  };
+}
+
+/** Every SQL statement pagewise runs on canonical turns, over any StorageDriver. */
+export function createTurnStore(driver: StorageDriver) {
+  const limits = limitsOf(driver);
+  // Values per IN list beside the one other parameter (conversation id, or encoding) each lookup binds.
+  const per = inListSize(limits, 1);
+  const facts = createConversationFacts(driver);
+  return {
+    ...createConversations(driver, facts),
+    ...createTurnReads(driver, per),
+    ...createTurnIndex(driver, per),
+    ...createTurnWriter(driver, limits, facts),
 
     /** The limits the statements are sized to (the driver's, see limitsOf). */
     limits,
-
-    /** Drops what is cached of a conversation (its turns were removed or added outside append()). */
-    uncache(conversationId: string): void {
-      facts.delete(conversationId);
-    },
   };
 }
 

@@ -107,18 +107,17 @@ const SMALL = 24;
 const CACHED_CHUNK = 128;
 const CHUNK_CACHE = 20_000;
 
-/**
- * A counter of tokens that equals the package's count on every text, in O(n log n) on any text. `table` is the
- * package's own ranks and pre-tokenizer; special-token text is plain text (no special token is allowed).
- */
-export function createBpeCounter(table: RankTable): (text: string) => number {
+/** Merges a chunk's bytes and returns how many parts are left. */
+type Merge = (s: string) => number;
+
+/** The rank merging bytes [a, b) of `s` would give, or NO_RANK. */
+type RankOf = (s: string, a: number, b: number) => number;
+
+/** How `table`'s package looks merged bytes up: as they are, or (gpt-tokenizer) decoded first. */
+function rankLookup(table: RankTable): RankOf {
   const { ranks, maxKeyBytes } = table;
   const gpt = table.quirks === 'gpt-tokenizer';
-  const split = new RegExp(table.split.source, table.split.flags.includes('g') ? table.split.flags : `${table.split.flags}g`);
-  const cache = new Map<string, number>();
-
-  /** The rank merging bytes [a, b) of `s` would give, or NO_RANK. */
-  const rankOf = (s: string, a: number, b: number): number => {
+  return (s: string, a: number, b: number): number => {
     if (b - a > maxKeyBytes) return NO_RANK;
     const key = s.slice(a, b);
     // gpt-tokenizer decodes valid UTF-8 with a TextDecoder before its lookup, which drops a leading BOM.
@@ -127,39 +126,40 @@ export function createBpeCounter(table: RankTable): (text: string) => number {
     }
     return ranks.get(key) ?? NO_RANK;
   };
+}
 
-  // Scratch of the heap merge, grown to the longest chunk seen.
+/** Parts left after tiktoken's merge loop, rescanning (for short chunks). */
+function mergeSmall(s: string, rankOf: RankOf): number {
+  const n = s.length;
+  const starts: number[] = [];
+  const pr: number[] = [];
+  for (let i = 0; i <= n; i++) starts.push(i);
+  for (let i = 0; i < n - 1; i++) pr.push(rankOf(s, i, i + 2));
+  // pr[i] is the rank of merging part i with part i + 1.
+  while (pr.length > 0) {
+    let best = -1;
+    let bestRank = NO_RANK;
+    for (let i = 0; i < pr.length; i++) {
+      const r = pr[i]!;
+      if (r !== NO_RANK && (bestRank === NO_RANK || r < bestRank)) { bestRank = r; best = i; }
+    }
+    if (best < 0) break;
+    starts.splice(best + 1, 1);
+    pr.splice(best, 1);
+    if (best < pr.length) pr[best] = rankOf(s, starts[best]!, starts[best + 2]!);
+    if (best > 0) pr[best - 1] = rankOf(s, starts[best - 1]!, starts[best + 1]!);
+  }
+  return starts.length - 1;
+}
+
+/** Parts left after the same merges, with a heap (O(n log n)); its scratch is grown to the longest chunk seen. */
+function createHeapMerge(rankOf: RankOf): Merge {
   let next = new Int32Array(0);
   let prev = new Int32Array(0);
   let pairRank = new Int32Array(0);
   let heap = new Float64Array(0);
 
-  /** Parts left after tiktoken's merge loop, rescanning (for short chunks). */
-  const mergeSmall = (s: string): number => {
-    const n = s.length;
-    const starts: number[] = [];
-    const pr: number[] = [];
-    for (let i = 0; i <= n; i++) starts.push(i);
-    for (let i = 0; i < n - 1; i++) pr.push(rankOf(s, i, i + 2));
-    // pr[i] is the rank of merging part i with part i + 1.
-    while (pr.length > 0) {
-      let best = -1;
-      let bestRank = NO_RANK;
-      for (let i = 0; i < pr.length; i++) {
-        const r = pr[i]!;
-        if (r !== NO_RANK && (bestRank === NO_RANK || r < bestRank)) { bestRank = r; best = i; }
-      }
-      if (best < 0) break;
-      starts.splice(best + 1, 1);
-      pr.splice(best, 1);
-      if (best < pr.length) pr[best] = rankOf(s, starts[best]!, starts[best + 2]!);
-      if (best > 0) pr[best - 1] = rankOf(s, starts[best - 1]!, starts[best + 1]!);
-    }
-    return starts.length - 1;
-  };
-
-  /** Parts left after the same merges, with a heap (O(n log n)). */
-  const mergeHeap = (s: string): number => {
+  return (s: string): number => {
     const n = s.length;
     if (next.length < n + 1) {
       const size = Math.max(n + 1, next.length * 2);
@@ -227,6 +227,19 @@ export function createBpeCounter(table: RankTable): (text: string) => number {
     }
     return parts;
   };
+}
+
+/**
+ * A counter of tokens that equals the package's count on every text, in O(n log n) on any text. `table` is the
+ * package's own ranks and pre-tokenizer; special-token text is plain text (no special token is allowed).
+ */
+export function createBpeCounter(table: RankTable): (text: string) => number {
+  const { ranks } = table;
+  const gpt = table.quirks === 'gpt-tokenizer';
+  const split = new RegExp(table.split.source, table.split.flags.includes('g') ? table.split.flags : `${table.split.flags}g`);
+  const cache = new Map<string, number>();
+  const rankOf = rankLookup(table);
+  const mergeHeap = createHeapMerge(rankOf);
 
   const countChunk = (chunk: string): number => {
     const { bytes, loneSurrogate } = utf8Binary(chunk);
@@ -234,7 +247,7 @@ export function createBpeCounter(table: RankTable): (text: string) => number {
     if (n <= 1) return n;
     // A chunk that is one token (gpt-tokenizer looks the string up: a lone surrogate never matches).
     if (!(gpt && loneSurrogate) && ranks.has(bytes)) return 1;
-    return n <= SMALL ? mergeSmall(bytes) : mergeHeap(bytes);
+    return n <= SMALL ? mergeSmall(bytes, rankOf) : mergeHeap(bytes);
   };
 
   return (text: string): number => {

@@ -1,0 +1,90 @@
+// Which recalled turns a request carries within the recall budget, and how long ones are cut to their passages.
+import type { RecallBlock } from '../retrieval/retriever.js';
+import type { TurnRecord } from '../store/turn-store.js';
+import type { Tokenizer } from '../types.js';
+import { quote } from './passages.js';
+import { renderTurn } from './render.js';
+
+// Per excerpt: the `<excerpt>` and `</excerpt>` lines and the first turn's time stamp (an estimate: the final block
+// is counted exactly).
+export const EXCERPT_OVERHEAD = 18;
+// The least a long recalled hit is cut to.
+const HIT_FLOOR = 64;
+
+/** How a recalled turn is shown: whole, or (long ones) cut to its passages about the question. */
+export type TurnView = ((t: TurnRecord, hit: boolean) => TurnRecord) & { partial: Set<TurnRecord> };
+
+/**
+ * Long recalled turns cut to their passages about the question: a hit to at most a sixteenth of the recall budget
+ * (and at least HIT_FLOOR tokens), the turns that complete it to half of that. Cut when first needed, once.
+ */
+export function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: Tokenizer): TurnView {
+  const hitMax = Math.max(HIT_FLOOR, Math.floor(budget / 16));
+  const partial = new Set<TurnRecord>();
+  const seen = new Map<string, TurnRecord>();
+  const view = (t: TurnRecord, hit: boolean): TurnRecord => {
+    const key = `${t.seq}:${hit}`;
+    let shown = seen.get(key);
+    if (!shown) {
+      const q = quote(t.text, focus, hit ? hitMax : Math.floor(hitMax / 2), tokenizer);
+      shown = q.partial ? { ...t, text: q.text } : t;
+      if (q.partial) partial.add(shown);
+      seen.set(key, shown);
+    }
+    return shown;
+  };
+  return Object.assign(view, { partial });
+}
+
+/**
+ * Chooses recalled turns within `budget`: every block's hits in rank order, then the turns that complete them, then
+ * their neighbours; then the same for the spare blocks. Remembers the order of additions so the exact recount can undo the last ones.
+ */
+export function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: Tokenizer, empty: string, view: TurnView) {
+  const costs = new Map<TurnRecord, number>();
+  const cost = (t: TurnRecord): number => {
+    let c = costs.get(t);
+    if (c === undefined) { c = tokenizer.count(renderTurn(t, false)) + 1; costs.set(t, c); }
+    return c;
+  };
+  const owner = new Map<number, RecallBlock>();
+  const order: TurnRecord[] = [];
+  let used = tokenizer.count(empty) + 4;
+  const tryAdd = (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean): void => {
+    const fresh = raw.filter((t) => !owner.has(t.seq)).map((t) => view(t, newRun));
+    if (fresh.length === 0) return;
+    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun ? EXCERPT_OVERHEAD : 0);
+    if (used + c > budget) return;
+    used += c;
+    for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
+  };
+  // The blocks wanted, then the spare ones with what budget they leave: each set hits first, then the turns that
+  // complete them, then their neighbours.
+  for (const set of [blocks.filter((b) => !b.spare), blocks.filter((b) => b.spare)]) {
+    for (const b of set) tryAdd(b, b.hits, true);
+    for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
+    for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
+  }
+  return {
+    turns: () => order,
+    cost,
+    has: (b: RecallBlock) => b.hits.some((t) => owner.get(t.seq) === b),
+    /** Removes the last addition; false when there is nothing left to remove. */
+    undo(): boolean {
+      const t = order.pop();
+      if (!t) return false;
+      owner.delete(t.seq);
+      return true;
+    },
+    byBlock(): Map<RecallBlock, TurnRecord[]> {
+      const out = new Map<RecallBlock, TurnRecord[]>();
+      for (const t of order) {
+        const b = owner.get(t.seq)!;
+        const list = out.get(b) ?? [];
+        list.push(t);
+        out.set(b, list);
+      }
+      return out;
+    },
+  };
+}
