@@ -1,5 +1,5 @@
 import type { Memory } from './memory.js';
-import type { AliasApi } from './tags/tag-canonicalizer.js';
+import type { AliasApi } from './types-data.js';
 
 /**
  * The Memory API's methods, listed once. Every transport — the worker client, the worker server, a tab reaching

@@ -1,8 +1,5 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
-import type { ExportData, ForgetInput, ForgetReport, ImportReport } from './data-types.js';
-import type { CostReport } from './llm/ledger.js';
-import type { AliasApi } from './tags/tag-canonicalizer.js';
-import type { TagStat } from './tags/tag-store.js';
+import type { AliasApi, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';

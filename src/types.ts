@@ -1,19 +1,18 @@
 /**
- * The contract file: every public shape and the tokenizer seam live here; the storage driver seam is in
- * types-storage.ts, the tagging and LLM seams in seams.ts, compaction's shapes in types-compaction.ts and the
- * embedder seam in types-embed.ts (all re-exported).
+ * The contract file: messages, the two hooks' inputs and results; the tokenizer seam and the options are in
+ * types-options.ts, the storage driver seam in types-storage.ts, the tagging and LLM seams in seams.ts, compaction's
+ * shapes in types-compaction.ts and the embedder seam in types-embed.ts (all re-exported). The data-control, tag and
+ * cost shapes are in types-data.ts.
  * Logic files import these types; nothing here has behaviour.
  */
 
-import type { LlmOptions, LlmProvider, Summarizer, TagRule, Tagger } from './seams.js';
 import type { CompactionReport } from './types-compaction.js';
-import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
-import type { StorageOption } from './types-storage.js';
 
 export type * from './seams.js';
 export type * from './types-compaction.js';
 export type * from './types-embed.js';
 export type * from './types-storage.js';
+export type * from './types-options.js';
 
 // ---------------------------------------------------------------------------------------------
 // Messages (the OpenAI chat shape)
@@ -267,142 +266,4 @@ export interface ConversationInfo {
   turns: number;
   createdAt: string;
   updatedAt: string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Seam: tokenizer
-// ---------------------------------------------------------------------------------------------
-
-/** The encodings that ship with the tokenizer packages (no network needed). */
-export type EncodingName = 'o200k_base' | 'cl100k_base';
-
-/** Counts tokens the way the model will. */
-export interface Tokenizer {
-  /** Implementation name, e.g. `gpt-tokenizer` or `js-tiktoken`. */
-  readonly name: string;
-  readonly encoding: EncodingName;
-  /** False for an estimate (unknown model): counts then include a safety margin. */
-  readonly exact: boolean;
-  /** Key under which counts are cached in storage. Default: the encoding when exact; estimates without one are not cached. */
-  readonly cacheKey?: string;
-  /** Tokens of `text`, special-token look-alikes counted as plain text. */
-  count(text: string): number;
-}
-
-/** Which tokenizer implementation to use, or your own. */
-export type TokenizerOption = 'gpt-tokenizer' | 'js-tiktoken' | Tokenizer;
-
-// ---------------------------------------------------------------------------------------------
-// Options
-// ---------------------------------------------------------------------------------------------
-
-/** Options of `createMemory()` (and of `connect()`, minus what cannot cross a worker boundary). */
-export interface MemoryOptions {
-  /** The model's context window in tokens. Default 128,000. */
-  contextWindow?: number;
-  /** Tokens kept free for the reply. Default `min(4096, contextWindow / 4)`. */
-  reserveTokens?: number;
-  /** Tokens of recalled excerpts at most. Default `min(4096, available / 4)`; broad and temporal questions may use more. */
-  memoryTokens?: number;
-  /**
-   * The model, to pick its encoding: gpt-4o, gpt-4.1, gpt-5, o1/o3/o4 → o200k_base; gpt-4, gpt-3.5 → cl100k_base;
-   * anything else → an o200k_base estimate times `estimateMargin`.
-   */
-  model?: string;
-  /** The encoding, overriding `model`. Default o200k_base. */
-  encoding?: EncodingName;
-  /** Safety margin for unknown models' estimates. Default 1.25. */
-  estimateMargin?: number;
-  /** Tokenizer implementation. Default `gpt-tokenizer` (same counts as js-tiktoken, faster: see README). */
-  tokenizer?: TokenizerOption;
-  /** The most recent turns always sent verbatim when they fit. Default 6. */
-  protectedRecentTurns?: number;
-  /** Share of the window above which compaction runs proactively. Default 0.70. */
-  softThreshold?: number;
-  /** Share of the window above which compaction runs before returning. Default 0.85. */
-  hardThreshold?: number;
-  /** Where turns live. Default: sqlite-wasm in memory. */
-  storage?: StorageOption;
-  /** The largest message accepted, in UTF-8 bytes. Default 1 MiB. */
-  maxMessageBytes?: number;
-  /**
-   * The size an assembled request aims for when the question does not need more: recent turns and what the
-   * question recalls, not the whole window. Broad and temporal questions may use up to `contextWindow −
-   * reserveTokens`. Default `max(2048, 30% of contextWindow)`, at most what is available.
-   */
-  targetTokens?: number;
-  /**
-   * Where recalled excerpts go. `message` (default): a system message just before the new message, so the stable
-   * part (`prependText`) stays first and a provider's prompt cache keeps hitting. `prependText`: appended to
-   * `prependText`, for providers without system messages inside the conversation.
-   */
-  recallPlacement?: 'message' | 'prependText';
-  /**
-   * The `<context-topics>` hint in `prependText`: `'broad'` (default: with broad questions only, where naming the
-   * topics is the answer), `true` (with every question that recalls, for a model given `pagewise_expand`), `false`,
-   * or `{ maxTokens }` (every question, that cap; default 200).
-   */
-  topicsHint?: boolean | 'broad' | { maxTokens: number };
-  /** The LLM used to tag and summarize: a provider, or an endpoint as data. Without one everything runs offline. */
-  llm?: LlmProvider | LlmOptions;
-  /**
-   * Which tagger: `llm` (default when `llm` is set), `keyword` (default otherwise), `embedding` (the keyword tagger's
-   * tags, plus stored tags whose names lie near the question or its tags, by the embedder; see the README for what it
-   * measured), or your own.
-   */
-  tagger?: 'keyword' | 'llm' | 'embedding' | Tagger;
-  /** Tags you define by their words: `{ database: ['db', 'sql', 'postgres'] }`. Matched by the keyword tagger. */
-  tagKeywords?: Record<string, string[]>;
-  /** Tags per unit the LLM tagger is asked for, at least. Default 2. */
-  minTags?: number;
-  /** Tags per unit at most (both taggers). Default 8. */
-  maxTags?: number;
-  /** Priorities, TTLs and summary prompts per tag family, first match wins. Default: one rule `*`, priority 5. */
-  tagRules?: TagRule[];
-  /** Compact automatically at the soft and hard thresholds. Default true; `memory.compact()` works either way. */
-  compaction?: boolean;
-  /** Which summarizer: `llm` (default when `llm` is set), `extractive` (default otherwise), or your own. */
-  summarizer?: 'extractive' | 'llm' | Summarizer;
-  /** A summary's length as a share of what it summarizes. Default 0.25 (seed 003: 20–30%). */
-  summaryRatio?: number;
-  /** Tokens per summary at most. Default `contextWindow / 20`, from 64 to 256. */
-  summaryTokens?: number;
-  /** Turns per level-1 (segment) summary at most (seed 004's `sum_window`). Default 12. */
-  sumWindow?: number;
-  /** Also compact once this many turns lie past the protected ones, whatever their tokens (seed 004's `n_sum`). Default: off. */
-  nSum?: number | null;
-  /** Summaries of one level rolled up into one of the next (seed 004's `n_sum_sum`). Default 3. */
-  nSumSum?: number;
-  /** The master summary's level (seed 004's `max_sum_lvl`). Default 3. */
-  maxSumLevel?: number;
-  /** Summaries written at once. Default 4. */
-  maxConcurrentSummaries?: number;
-  /**
-   * Turns one background compaction pass compacts at most; the rest is left for `memory.compact(id, { maxTurns })`
-   * or the next pass the thresholds call for (the report says `more`). Default null: a pass goes on to the protected
-   * turns, yielding between slices. `PagewiseMemory` sets 4,096 and goes on from its alarm (30 s of CPU per event).
-   */
-  backgroundSliceTurns?: number | null;
-  /** Runs of more tool messages than this (before the current round) are sent compressed. Default 6. */
-  minConsecutiveToolMessages?: number;
-  /** Messages longer than this many characters may be offloaded: sent as a preview and an id. Default 5,120. */
-  largePayloadThreshold?: number;
-  /** Characters of an offloaded message's preview. Default 200. */
-  offloadPreview?: number;
-  /**
-   * The embedding model for meaning-based recall. Default: all-MiniLM-L6-v2 (8-bit) on transformers.js, shipped as
-   * `@pagewise/all-minilm-l6-v2` (offline, loaded lazily, in its own thread). `false` turns embeddings off.
-   */
-  embedder?: EmbedderOptions;
-  /**
-   * Start loading the embedding model when the memory is created, so the first question does not wait for it (and
-   * `onModelProgress` reports the load up front). Default: true in `connect()` (the browser), false in `createMemory()`.
-   */
-  preloadEmbedder?: boolean;
-  /** Cosine similarity at which a vector hit counts. Default: the embedder's calibrated threshold (all-MiniLM-L6-v2 0.3). */
-  similarityThreshold?: number;
-  /** Called as the background queue embeds a conversation's turns and summaries. */
-  onEmbeddingProgress?: (progress: EmbeddingProgress) => void;
-  /** Called while the embedding model loads. */
-  onModelProgress?: (progress: ModelProgress) => void;
 }

@@ -1,26 +1,8 @@
+export type { CostLine, CostReport } from '../types-data.js';
+import type { CostLine, CostReport } from '../types-data.js';
 import type { LlmPricing, LlmProvider, LlmRequest, LlmResponse, Statement, StorageDriver } from '../types.js';
 
-/** One line of `memory.costReport()`: calls of one purpose and model. */
-export interface CostLine {
-  conversationId: string | null;
-  purpose: string;
-  provider: string;
-  model: string;
-  calls: number;
-  failures: number;
-  inputTokens: number;
-  outputTokens: number;
-  /** In the pricing's currency; null when no pricing was configured. */
-  cost: number | null;
-  /** Time spent waiting for the provider. */
-  ms: number;
-}
 
-/** `memory.costReport()`: usage of the configured LLM per conversation and purpose, with totals. */
-export interface CostReport {
-  lines: CostLine[];
-  total: { calls: number; failures: number; inputTokens: number; outputTokens: number; cost: number | null };
-}
 
 /**
  * The usage ledger. Calls are recorded in memory as they finish (they may run outside the engine's queue) and

@@ -1,17 +1,10 @@
 import type { AliasLayers } from './alias-layers.js';
 import { isAliasCandidate } from './canonicalize.js';
 import type { TagStore } from './tag-store.js';
+import type { AliasSuggestion } from '../types-data.js';
 
-/** A suggested alias: two tags that may name the same thing. */
-export interface AliasSuggestion {
-  alias: string;
-  tag: string;
-  /** Units carrying each, over the conversations where both spellings occur. */
-  aliasUnits: number;
-  tagUnits: number;
-  /** In how many conversations both spellings occur (suggestions only pair tags of one conversation). */
-  conversations: number;
-}
+export type { AliasSuggestion } from '../types-data.js';
+
 
 type Counted = { tag: string; units: number };
 type Pair = { a: string; b: string; aUnits: number; bUnits: number; conversations: number };

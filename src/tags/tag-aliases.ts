@@ -1,20 +1,10 @@
 import { placeholders } from '../store/turn-store.js';
 import type { SqlValue, Statement, StorageDriver } from '../types.js';
 import { RESTAT } from './tag-units.js';
+import type { TagAlias } from '../types-data.js';
 
-/**
- * A manual or learned alias: `alias` is read as `tag`, in every conversation (`conversationId: null`, manual
- * aliases only) or in one conversation. Learned (`'auto'`) aliases always belong to the conversation they were
- * learned from.
- */
-export interface TagAlias {
-  alias: string;
-  tag: string;
-  source: 'manual' | 'auto';
-  createdAt: string;
-  /** The conversation the alias applies to; null: every conversation. */
-  conversationId: string | null;
-}
+export type { TagAlias } from '../types-data.js';
+
 
 /** A rewrite of one conversation's stored tags spelled as a new alias, to the spelling it reads as there. */
 export interface AliasRewrite {

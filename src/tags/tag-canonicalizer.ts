@@ -4,34 +4,14 @@ import { type AliasSuggestion, createAliasSuggester } from './alias-suggestions.
 import { slug } from './canonicalize.js';
 import { autoAliasOf, createVocabularies } from './tag-vocabulary.js';
 import type { TagAlias, TagStore } from './tag-store.js';
+import type { AliasApi } from '../types-data.js';
+
+export type { AliasApi } from '../types-data.js';
 
 export { MAX_ALIAS_LENGTH, spelling } from './alias-arguments.js';
 export { resolve } from './alias-layers.js';
 export type { AliasSuggestion } from './alias-suggestions.js';
 
-/**
- * Tag aliases: `db` is read as `database`. A manual alias applies in every conversation, or in one when given
- * `{ conversationId }`; a learned (`'auto'`) alias applies only in the conversation whose content taught it. In a
- * conversation, its own manual aliases come first, then the global ones, then its learned ones. Arguments of any
- * other type, text that names no tag (`'!!!'`), lone surrogates and spellings over 128 characters are refused with
- * INVALID_ARGUMENT, and nothing changes.
- */
-export interface AliasApi {
-  /**
-   * Records a manual alias and rewrites stored tags spelled that way, in its scope only (one transaction). Both are
-   * canonicalized first; the alias must differ from the tag it reads as.
-   */
-  add(alias: string, tag: string, scope?: { conversationId?: string }): Promise<TagAlias>;
-  /** Removes the global alias, or the conversation's own (manual or learned); tags it rewrote stay as they are. */
-  remove(alias: string, scope?: { conversationId?: string }): Promise<boolean>;
-  /** The global aliases; with a conversation, the global ones followed by that conversation's own. */
-  list(scope?: { conversationId?: string }): Promise<TagAlias[]>;
-  /**
-   * Pairs of tags of one conversation that look like spellings of one thing (edit distance, prefixes, hyphens),
-   * at most `limit` (an integer ≥ 1, default 50); over all conversations unless one is given.
-   */
-  suggest(limit?: number, scope?: { conversationId?: string }): Promise<AliasSuggestion[]>;
-}
 
 /**
  * Makes every tag canonical before it is stored or matched: slug and plural folding, then aliases, then automatic

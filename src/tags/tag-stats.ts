@@ -1,16 +1,10 @@
 import { jsonLists } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from '../store/turn-store.js';
 import type { StorageDriver, StorageLimits } from '../types.js';
+import type { TagStat } from '../types-data.js';
 
-/** A tag's statistics in one conversation. */
-export interface TagStat {
-  tag: string;
-  /** Units carrying it (as a tag or a related tag). */
-  units: number;
-  firstSeq: number;
-  lastSeq: number;
-  lastUsed: string;
-}
+export type { TagStat } from '../types-data.js';
+
 
 /**
  * Tag and term statistics, and the units they match: what retrieval weighs a question's tags with. `per`: values
