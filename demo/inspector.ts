@@ -1,7 +1,7 @@
 // The inspector of one request: why the demo's settings show recall, the budget bar and its legend, the question's
 // flags, the manifest (sources as the chat's turn numbers, each jumping to its turn; scores as lines), what was
 // dropped, and the exact messages sent.
-import type { AssembledContext } from '../src/types.js';
+import type { AssembledContext } from '../src/contracts/types.js';
 import { $, el } from './dom.js';
 
 /** What the inspector needs besides the context: the turn number of a stored id, and the settings that shape it. */

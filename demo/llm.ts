@@ -1,6 +1,6 @@
-import { contentText } from '../src/messages.js';
+import { contentText } from '../src/common/messages.js';
 import { readSse } from '../src/text/sse.js';
-import type { AssembledContext, ChatMessage } from '../src/types.js';
+import type { AssembledContext, ChatMessage } from '../src/contracts/types.js';
 
 interface Endpoint { provider: 'openai' | 'anthropic'; baseUrl: string; model: string; apiKey: string }
 

@@ -1,8 +1,8 @@
 import { get, set } from 'idb-keyval';
 import { connect, type ConnectedMemory, type StorageStatus } from '../src/client.js';
-import { parseConversationFile, type ImportedConversation } from '../src/formats.js';
-import { resolveOptions } from '../src/options.js';
-import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/types.js';
+import { parseConversationFile, type ImportedConversation } from '../src/surfaces/formats.js';
+import { resolveOptions } from '../src/engine/options.js';
+import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/contracts/types.js';
 import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
 import { $, el } from './dom.js';

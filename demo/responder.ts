@@ -1,4 +1,4 @@
-import type { AssembledContext } from '../src/types.js';
+import type { AssembledContext } from '../src/contracts/types.js';
 
 // With no LLM configured the demo still answers: it reports what the memory gave it and quotes the best recalled
 // line, so what paging-in does is visible. These replies are shown, never stored as memory.

@@ -1,9 +1,9 @@
 // pagewise/ai-sdk: memory as Vercel AI SDK middleware (wrapLanguageModel). Types only from `ai` (an optional peer).
 import type { LanguageModelV4CallOptions, LanguageModelV4Middleware, LanguageModelV4Prompt, LanguageModelV4StreamPart } from '@ai-sdk/provider';
-import type { Memory } from './engine.js';
-import { PagewiseError } from './errors.js';
-import { contentText } from './messages.js';
-import type { ChatMessage, ToolCall } from './types.js';
+import type { Memory } from './engine/engine.js';
+import { PagewiseError } from './contracts/errors.js';
+import { contentText } from './common/messages.js';
+import type { ChatMessage, ToolCall } from './contracts/types.js';
 
 type Message = LanguageModelV4Prompt[number];
 

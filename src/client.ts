@@ -1,13 +1,13 @@
 import { type Remote, proxy, releaseProxy, wrap } from 'comlink';
-import { installErrorTransfer } from './_comlink-errors.js';
-import type { Memory } from './engine.js';
-import { PagewiseError } from './errors.js';
-import { forwardMemory, invokeMemory } from './memory-methods.js';
-import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './worker-protocol.js';
+import { installErrorTransfer } from './surfaces/comlink-errors.js';
+import type { Memory } from './engine/engine.js';
+import { PagewiseError } from './contracts/errors.js';
+import { forwardMemory, invokeMemory } from './contracts/memory-methods.js';
+import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './surfaces/worker-protocol.js';
 
-export type { StorageStatus, WorkerMemoryOptions, WorkerStorageOptions } from './worker-protocol.js';
-export type { Memory } from './engine.js';
-export { isPagewiseError, PagewiseError } from './errors.js';
+export type { StorageStatus, WorkerMemoryOptions, WorkerStorageOptions } from './surfaces/worker-protocol.js';
+export type { Memory } from './engine/engine.js';
+export { isPagewiseError, PagewiseError } from './contracts/errors.js';
 
 /** Options of `connect()`: the engine's options (plain data) plus which worker to run it in. */
 export interface ConnectOptions extends WorkerMemoryOptions, WorkerCallbacks {

@@ -1,20 +1,20 @@
 // pagewise/edge: the engine in Cloudflare Workers and Durable Objects. One Durable Object per conversation (or per
 // user) keeps that memory on its own SQLite, next to its compute; no shared database.
 import { DurableObject, RpcTarget } from 'cloudflare:workers';
-import { type Memory, createMemory } from './engine.js';
-import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './errors.js';
-import { readArray, readRecord, validateConversationId } from './messages.js';
-import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from './memory-methods.js';
+import { type Memory, createMemory } from './engine/engine.js';
+import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './contracts/errors.js';
+import { readArray, readRecord, validateConversationId } from './common/messages.js';
+import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from './contracts/memory-methods.js';
 import { durableObjectSql } from './storage/durable-object.js';
-import type { CompactionReport, MemoryOptions } from './types.js';
+import type { CompactionReport, MemoryOptions } from './contracts/types.js';
 import { edgeEmbedder } from './embed/workers-ai.js';
 
 export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiLike } from './embed/workers-ai.js';
 
 export { durableObjectSql, type DurableObjectStorageLike } from './storage/durable-object.js';
-export { createMemory, type Memory } from './engine.js';
-export { PagewiseError, isPagewiseError } from './errors.js';
-export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './proxy.js';
+export { createMemory, type Memory } from './engine/engine.js';
+export { PagewiseError, isPagewiseError } from './contracts/errors.js';
+export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';
 
 // Calls that leave background work (tagging is done inline; compaction and vectors are not).
 const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries']);

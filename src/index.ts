@@ -2,11 +2,11 @@
  * pagewise: a memory that never forgets for LLM chat apps. The core is runtime-agnostic: it runs in Node, in a
  * browser worker (see `pagewise/client`) and at the edge.
  */
-export { createMemory, type Memory } from './engine.js';
+export { createMemory, type Memory } from './engine/engine.js';
 export type { AliasApi, AliasSuggestion } from './tags/tag-canonicalizer.js';
 export type { TagAlias, TagStat } from './tags/tag-store.js';
-export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './data-control.js';
-export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } from './errors.js';
+export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './engine/data-control.js';
+export { PagewiseError, isPagewiseError, ERROR_CODES, type PagewiseErrorCode } from './contracts/errors.js';
 export { sqliteWasm, type SqliteWasmOptions } from './storage/sqlite-wasm.js';
 export { createTokenizer, encodingForModel } from './tokens/tokenizer.js';
 import { useJsTiktoken } from './tokens/js-tiktoken.js';
@@ -18,7 +18,7 @@ export { openaiCompatible } from './llm/openai-compatible.js';
 export { anthropic } from './llm/anthropic.js';
 export { extractiveSummarizer } from './compaction/extractive.js';
 export { llmSummarizer } from './compaction/llm-summarizer.js';
-export { memoryTools } from './tools.js';
+export { memoryTools } from './engine/tools.js';
 export type { CostLine, CostReport } from './llm/ledger.js';
-export type * from './types.js';
-export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './proxy.js';
+export type * from './contracts/types.js';
+export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';

@@ -1,13 +1,13 @@
 import { expose, wrap } from 'comlink';
-import { installErrorTransfer } from '../src/_comlink-errors.js';
-import { type Memory, createMemory } from '../src/engine.js';
-import { PagewiseError } from '../src/errors.js';
-import { describe } from '../src/messages.js';
+import { installErrorTransfer } from '../src/surfaces/comlink-errors.js';
+import { type Memory, createMemory } from '../src/engine/engine.js';
+import { PagewiseError } from '../src/contracts/errors.js';
+import { describe } from '../src/common/messages.js';
 import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
 import { useJsTiktoken } from '../src/tokens/js-tiktoken.js';
-import { forwardMemory, invokeMemory } from '../src/memory-methods.js';
-import type { StorageOption } from '../src/types.js';
-import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/worker-protocol.js';
+import { forwardMemory, invokeMemory } from '../src/contracts/memory-methods.js';
+import type { StorageOption } from '../src/contracts/types.js';
+import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/surfaces/worker-protocol.js';
 
 /**
  * Serves the engine from inside a dedicated worker, on OPFS by default. Call it once in your worker module;

@@ -1,11 +1,11 @@
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import type { RecallResult } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
-import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../types.js';
+import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../contracts/types.js';
 import { EXCERPT_OVERHEAD, pick, quoter } from './recall-pick.js';
 import { renderExcerpt, renderMemory, renderSummary } from './render.js';
-import type { Summary } from '../types.js';
+import type { Summary } from '../contracts/types.js';
 
 /** A summary that may be paged in, with why. */
 export interface SummaryCandidate {

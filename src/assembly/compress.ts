@@ -1,4 +1,4 @@
-import type { CompressionKind, Tokenizer } from '../types.js';
+import type { CompressionKind, Tokenizer } from '../contracts/types.js';
 import { quote, stemsOf } from './passages.js';
 
 /**

@@ -1,6 +1,6 @@
 import { WORD, ftsStem } from '../retrieval/fts-query.js';
 import { sentences } from '../text/sentences.js';
-import type { Tokenizer } from '../types.js';
+import type { Tokenizer } from '../contracts/types.js';
 
 /** What a recalled turn is shown as: its text, or the passages of it that bear on the question. */
 export interface Quote {

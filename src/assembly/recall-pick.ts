@@ -1,7 +1,7 @@
 // Which recalled turns a request carries within the recall budget, and how long ones are cut to their passages.
 import type { RecallBlock } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
-import type { Tokenizer } from '../types.js';
+import type { Tokenizer } from '../contracts/types.js';
 import { quote } from './passages.js';
 import { renderTurn } from './render.js';
 

@@ -2,7 +2,7 @@ import { mainTopics } from '../retrieval/broad.js';
 import { inline } from '../text/as-data.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { ThingJudge } from '../tags/thing-tags.js';
-import type { Tokenizer } from '../types.js';
+import type { Tokenizer } from '../contracts/types.js';
 
 export const TOPICS_TAG = 'context-topics';
 // Tags read beside each topic for the (at most three) other topics shown with it.

@@ -1,7 +1,7 @@
 import { inline, quoted } from '../text/as-data.js';
-import { messageText } from '../messages.js';
+import { messageText } from '../common/messages.js';
 import { messageTokens } from '../tokens/chat-format.js';
-import type { ChatMessage, CompressionKind, Tokenizer } from '../types.js';
+import type { ChatMessage, CompressionKind, Tokenizer } from '../contracts/types.js';
 import type { HistoryItem } from './assembler.js';
 import { compressText } from './compress.js';
 

@@ -1,4 +1,4 @@
-import type { CompactionReport, Tokenizer } from '../types.js';
+import type { CompactionReport, Tokenizer } from '../contracts/types.js';
 import type { Atomic, CompactionSettings } from './compactor-types.js';
 import { type Pace, pacer } from './pace.js';
 import type { Pressure } from './pressure.js';

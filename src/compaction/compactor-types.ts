@@ -2,7 +2,7 @@ import type { TurnStore } from '../store/turn-store.js';
 import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
-import type { Summarizer, Tokenizer } from '../types.js';
+import type { Summarizer, Tokenizer } from '../contracts/types.js';
 import type { SummaryStore } from './summary-store.js';
 
 export interface CompactionSettings {

@@ -1,4 +1,4 @@
-import type { CompactionReport } from '../types.js';
+import type { CompactionReport } from '../contracts/types.js';
 import { CompactionPass, type PassParts } from './compaction-pass.js';
 import type { Atomic, CompactorDeps } from './compactor-types.js';
 import { createPressureGauge } from './pressure.js';

@@ -1,7 +1,7 @@
 import { STOPWORDS, WORD, ftsStem } from '../retrieval/fts-query.js';
 import { PRIVATE_PLACEHOLDER } from './summary-writer.js';
 import { sentences as sentencesOf } from '../text/sentences.js';
-import type { Summarizer, SummaryRequest, SummaryResult, Tokenizer } from '../types.js';
+import type { Summarizer, SummaryRequest, SummaryResult, Tokenizer } from '../contracts/types.js';
 
 /** Bumped whenever the selection changes, so older extractive summaries can be regenerated. */
 export const EXTRACTIVE_VERSION = 2;

@@ -1,7 +1,7 @@
 import { renderQuote } from '../assembly/render.js';
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { inline } from '../text/as-data.js';
-import type { LlmProvider, Summarizer, SummaryRequest, SummaryResult } from '../types.js';
+import type { LlmProvider, Summarizer, SummaryRequest, SummaryResult } from '../contracts/types.js';
 
 /** Bumped whenever the prompt changes, so summaries made by another prompt can be regenerated. */
 export const SUMMARY_PROMPT_VERSION = 2;

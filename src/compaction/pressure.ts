@@ -1,5 +1,5 @@
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
-import { prefixLength, storedTextTokens } from '../history.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
+import { prefixLength, storedTextTokens } from '../store/stored-tokens.js';
 import { TOKENS_PER_MESSAGE, countCacheKey } from '../tokens/chat-format.js';
 import type { CompactorDeps } from './compactor-types.js';
 

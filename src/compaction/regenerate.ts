@@ -1,4 +1,4 @@
-import type { SummaryItem } from '../types.js';
+import type { SummaryItem } from '../contracts/types.js';
 import type { Atomic, CompactorDeps } from './compactor-types.js';
 import type { SummaryRecord } from './summary-store.js';
 import { type SummaryWriter, summaryItem, turnItem } from './summary-writer.js';

@@ -1,4 +1,4 @@
-import type { SummaryRequest, Tokenizer } from '../types.js';
+import type { SummaryRequest, Tokenizer } from '../contracts/types.js';
 import type { Atomic, CompactorDeps } from './compactor-types.js';
 import { prominent } from './segmenter.js';
 import type { NewSummary, SummaryRecord } from './summary-store.js';

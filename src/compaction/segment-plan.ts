@@ -1,6 +1,6 @@
-import { storedTextTokens } from '../history.js';
+import { storedTextTokens } from '../store/stored-tokens.js';
 import type { TurnRecord } from '../store/turn-store.js';
-import type { SummaryRequest, Tokenizer } from '../types.js';
+import type { SummaryRequest, Tokenizer } from '../contracts/types.js';
 import type { CompactorDeps } from './compactor-types.js';
 import { type Segment, type TaggedUnit, segment } from './segmenter.js';
 import { type SummaryWriter, speaker, turnItem } from './summary-writer.js';

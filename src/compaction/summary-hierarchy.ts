@@ -1,5 +1,5 @@
 import { chunks, inChunks, placeholders } from '../store/turn-store.js';
-import type { SqlValue, StorageDriver } from '../types.js';
+import type { SqlValue, StorageDriver } from '../contracts/types.js';
 import { type NewSummary, type SummaryRecord, insertSummary, selectSummaries } from './summary-rows.js';
 
 // The summaries of one kind (?2) and level (?3) not rolled up: those after the newest rolled-up one (a roll-up always

@@ -1,5 +1,5 @@
 import { inChunks, placeholders } from '../store/turn-store.js';
-import type { SqlValue, StorageDriver, Summary } from '../types.js';
+import type { SqlValue, StorageDriver, Summary } from '../contracts/types.js';
 import { COLUMNS, type SummaryRecord, type SummaryRow, selectSummaries, toRecord } from './summary-rows.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { SqlValue, Statement, StorageDriver, Summary } from '../types.js';
+import type { SqlValue, Statement, StorageDriver, Summary } from '../contracts/types.js';
 
 export interface SummaryRow {
   [key: string]: SqlValue;

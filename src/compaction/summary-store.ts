@@ -1,6 +1,6 @@
 import { inListSize, limitsOf } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from '../store/turn-store.js';
-import type { StorageDriver } from '../types.js';
+import type { StorageDriver } from '../contracts/types.js';
 import { createSummaryHierarchy } from './summary-hierarchy.js';
 import { createSummaryLookups } from './summary-lookups.js';
 import type { SummaryRecord } from './summary-rows.js';

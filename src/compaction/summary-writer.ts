@@ -1,6 +1,6 @@
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import type { TurnRecord } from '../store/turn-store.js';
-import type { Summary, SummaryItem, SummaryRequest } from '../types.js';
+import type { Summary, SummaryItem, SummaryRequest } from '../contracts/types.js';
 import type { CompactorDeps } from './compactor-types.js';
 
 const MIN_SUMMARY = 32;

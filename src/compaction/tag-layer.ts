@@ -1,4 +1,4 @@
-import type { Tokenizer } from '../types.js';
+import type { Tokenizer } from '../contracts/types.js';
 import type { Atomic, CompactorDeps } from './compactor-types.js';
 import type { Pace } from './pace.js';
 import { ROLLUP_TAGS } from './roll-up.js';

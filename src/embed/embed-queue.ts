@@ -1,6 +1,6 @@
-import type { Background } from '../background.js';
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
-import type { Embedder, EmbeddingProgress } from '../types-embed.js';
+import type { Background } from '../common/background.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
+import type { Embedder, EmbeddingProgress } from '../contracts/types-embed.js';
 import type { IndexCache } from './index-cache.js';
 import { type ModelLoad, describeFailure } from './model-load.js';
 import type { PendingText, VectorStore } from './vector-store.js';

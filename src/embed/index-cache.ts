@@ -1,5 +1,5 @@
-import { Lru } from '../cache.js';
-import type { Embedder } from '../types-embed.js';
+import { Lru } from '../common/cache.js';
+import type { Embedder } from '../contracts/types-embed.js';
 import { type VectorIndex, createVectorIndex } from './vector-index.js';
 import type { VectorStore } from './vector-store.js';
 

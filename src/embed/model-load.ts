@@ -1,5 +1,5 @@
-import { isPagewiseError } from '../errors.js';
-import type { Embedder } from '../types-embed.js';
+import { isPagewiseError } from '../contracts/errors.js';
+import type { Embedder } from '../contracts/types-embed.js';
 
 /**
  * Whether the model can be used, and why not: written by the load, the background queue and the question's vector,

@@ -1,4 +1,4 @@
-import type { Embedder } from '../types-embed.js';
+import type { Embedder } from '../contracts/types-embed.js';
 import { type ModelLoad, describeFailure } from './model-load.js';
 import { MAX_CHARS, normalize } from './vector-store.js';
 

@@ -1,7 +1,7 @@
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { postJson } from '../llm/http.js';
 import { redact, secretsOf } from '../text/redact.js';
-import type { Embedder, RemoteEmbeddingOptions } from '../types-embed.js';
+import type { Embedder, RemoteEmbeddingOptions } from '../contracts/types-embed.js';
 
 const MODULE = 'embedder';
 

@@ -1,7 +1,6 @@
-import type { Background } from '../background.js';
-import type { Embedder, EmbeddingStatus, EmbeddingProgress, ModelProgress } from '../types-embed.js';
-import type { ResolvedOptions } from '../options.js';
-import type { StorageDriver } from '../types.js';
+import type { Background } from '../common/background.js';
+import type { Embedder, EmbedderOptions, EmbeddingStatus, EmbeddingProgress, ModelProgress } from '../contracts/types-embed.js';
+import type { StorageDriver } from '../contracts/types.js';
 import { type Serial, createEmbedQueue } from './embed-queue.js';
 import { createIndexCache } from './index-cache.js';
 import { createModelLoad } from './model-load.js';
@@ -13,9 +12,8 @@ import { createVectorStore } from './vector-store.js';
 
 export type { QueryVector } from './query-vector.js';
 
-/** The embedder the options name (or null). */
-export function makeEmbedder(opts: ResolvedOptions, onModel?: (p: ModelProgress) => void): Embedder | null {
-  const e = opts.embedder;
+/** The embedder the `embedder` option names (or null). */
+export function makeEmbedder(e: Exclude<EmbedderOptions, false> | null, onModel?: (p: ModelProgress) => void): Embedder | null {
   if (!e) return null;
   if ('embed' in e && typeof e.embed === 'function') return e;
   const config = e as Exclude<typeof e, Embedder>;

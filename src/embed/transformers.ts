@@ -1,6 +1,6 @@
 import { type Remote, proxy, wrap } from 'comlink';
-import { PagewiseError } from '../errors.js';
-import type { Embedder, ModelProgress, TransformersOptions } from '../types-embed.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Embedder, ModelProgress, TransformersOptions } from '../contracts/types-embed.js';
 import { DEFAULT_MODEL, DEFAULT_MODEL_PACKAGE } from './model-defaults.js';
 import type { ModelConfig, createModelHost } from './model-host.js';
 

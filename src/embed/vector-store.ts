@@ -1,5 +1,5 @@
 import { inJsonLists, limitsOf } from '../storage/limits.js';
-import type { StorageDriver } from '../types.js';
+import type { StorageDriver } from '../contracts/types.js';
 
 /** A text waiting for its vector. */
 export interface PendingText {

@@ -1,5 +1,5 @@
-import { PagewiseError } from '../errors.js';
-import type { Embedder, RemoteEmbeddingOptions } from '../types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Embedder, RemoteEmbeddingOptions } from '../contracts/types.js';
 
 /** What a Workers AI binding offers (`env.AI`), structurally. */
 export interface WorkersAiLike {

@@ -1,5 +1,5 @@
-import { PagewiseError } from '../errors.js';
-import type { AnthropicOptions, LlmProvider, LlmRequest, LlmResponse } from '../types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { AnthropicOptions, LlmProvider, LlmRequest, LlmResponse } from '../contracts/types.js';
 import { redact, secretsOf } from '../text/redact.js';
 import { postJson } from './http.js';
 

@@ -1,6 +1,6 @@
-import { PagewiseError, type PagewiseErrorCode } from '../errors.js';
+import { PagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
 import { redact, redactError, secretsOf } from '../text/redact.js';
-import type { LlmTransportOptions } from '../types.js';
+import type { LlmTransportOptions } from '../contracts/types.js';
 
 const MODULE = 'llm';
 

@@ -1,6 +1,6 @@
-export type { CostLine, CostReport } from '../types-data.js';
-import type { CostLine, CostReport } from '../types-data.js';
-import type { LlmPricing, LlmProvider, LlmRequest, LlmResponse, Statement, StorageDriver } from '../types.js';
+export type { CostLine, CostReport } from '../contracts/types-data.js';
+import type { CostLine, CostReport } from '../contracts/types-data.js';
+import type { LlmPricing, LlmProvider, LlmRequest, LlmResponse, Statement, StorageDriver } from '../contracts/types.js';
 
 
 

@@ -3,7 +3,7 @@ import { stemsOf } from '../assembly/passages.js';
 import { candidates } from '../tags/key-phrases.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
-import type { ScoreParts } from '../types.js';
+import type { ScoreParts } from '../contracts/types.js';
 import { ftsMatch } from './fts-query.js';
 import { type Fused, type RankedList, fuse } from './fusion.js';
 import { type QueryIntent, namesPositionOnly } from './intent.js';

@@ -1,5 +1,5 @@
-import { PagewiseError } from '../errors.js';
-import type { Row, SqlValue, Statement, StorageDriver } from '../types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Row, SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import { DURABLE_OBJECT_LIMITS } from './limits.js';
 
 /** What the driver uses of a Durable Object's `ctx.storage` (structural: no dependency on workers-types). */

@@ -1,7 +1,7 @@
 // What one statement may hold on a driver (StorageDriver.limits), and the helpers the query builders size their
 // statements with.
-import { PagewiseError } from '../errors.js';
-import type { StorageDriver, StorageLimits } from '../types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { StorageDriver, StorageLimits } from '../contracts/types.js';
 
 /**
  * Durable Object SQL's limits: Cloudflare's published ones for SQLite-backed objects. Measured in workerd

@@ -5,8 +5,8 @@ import { closeSync, openSync, readFileSync, realpathSync, renameSync, statSync, 
 import { basename, dirname, join, resolve } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Database, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
-import { PagewiseError } from '../errors.js';
-import type { StorageDriver } from '../types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { StorageDriver } from '../contracts/types.js';
 import { MODULE, VFS_NAME, type VfsState, codeOf, installNodeVfs } from './node-vfs.js';
 import { createSqliteDriver, loadSqlite3 } from './sqlite-wasm.js';
 

@@ -1,6 +1,6 @@
 import type { Database, PreparedStatement, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
-import { PagewiseError } from '../errors.js';
-import type { Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
 import { checkLimits } from './limits.js';
 
 /** Options of the sqlite-wasm driver. */

@@ -1,5 +1,5 @@
 import { inJsonLists, jsonLists, limitsOf } from '../storage/limits.js';
-import type { StorageDriver } from '../types.js';
+import type { StorageDriver } from '../contracts/types.js';
 
 /**
  * What decides what survives under pressure besides relevance and recency (seed 002): the user's pins and how often

@@ -1,6 +1,6 @@
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { limitsOf } from '../storage/limits.js';
-import type { StorageDriver } from '../types.js';
+import type { StorageDriver } from '../contracts/types.js';
 
 /**
  * Versioned migrations. Each runs in one transaction together with the version bump; a migration is never edited

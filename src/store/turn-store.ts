@@ -1,7 +1,7 @@
-import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StorageLimits, StoredTurn } from '../types.js';
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
-import { PagewiseError } from '../errors.js';
-import { describe } from '../messages.js';
+import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StorageLimits, StoredTurn } from '../contracts/types.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { describe } from '../common/messages.js';
 import { inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from './in-lists.js';
 

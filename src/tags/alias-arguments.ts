@@ -1,5 +1,5 @@
-import { PagewiseError, isPagewiseError } from '../errors.js';
-import { checkWellFormed, describe, validateConversationId } from '../messages.js';
+import { PagewiseError, isPagewiseError } from '../contracts/errors.js';
+import { checkWellFormed, describe, validateConversationId } from '../common/messages.js';
 import { slug } from './canonicalize.js';
 
 // The arguments of the alias API, checked before anything is read or stored.

@@ -1,4 +1,4 @@
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
 import type { AliasRewrite, TagStore } from './tag-store.js';
 
 /** A conversation's own aliases, by source. */

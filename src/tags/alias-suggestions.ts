@@ -1,9 +1,9 @@
 import type { AliasLayers } from './alias-layers.js';
 import { isAliasCandidate } from './canonicalize.js';
 import type { TagStore } from './tag-store.js';
-import type { AliasSuggestion } from '../types-data.js';
+import type { AliasSuggestion } from '../contracts/types-data.js';
 
-export type { AliasSuggestion } from '../types-data.js';
+export type { AliasSuggestion } from '../contracts/types-data.js';
 
 
 type Counted = { tag: string; units: number };

@@ -1,6 +1,6 @@
-import { Lru } from '../cache.js';
+import { Lru } from '../common/cache.js';
 import { normalize } from '../embed/vector-store.js';
-import type { TagRequest, TagResult, Tagger } from '../types.js';
+import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 
 export interface EmbeddingTaggerOptions {
   /** Embeds tag names (background work: the engine passes its embedder's background path). */

@@ -1,4 +1,4 @@
-import type { TagRequest, TagResult, Tagger } from '../types.js';
+import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 import { slug } from './canonicalize.js';
 import { type Candidate, candidates, escapeRegExp } from './key-phrases.js';
 

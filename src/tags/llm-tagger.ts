@@ -1,7 +1,7 @@
 import { renderQuote } from '../assembly/render.js';
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { inline } from '../text/as-data.js';
-import type { LlmProvider, TagRequest, TagResult, Tagger } from '../types.js';
+import type { LlmProvider, TagRequest, TagResult, Tagger } from '../contracts/types.js';
 
 /** Bumped whenever the prompt changes, so tags made by another prompt can be told apart. */
 export const TAG_PROMPT_VERSION = 2;

@@ -1,9 +1,9 @@
 import { placeholders } from '../store/turn-store.js';
-import type { SqlValue, Statement, StorageDriver } from '../types.js';
+import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import { RESTAT } from './tag-units.js';
-import type { TagAlias } from '../types-data.js';
+import type { TagAlias } from '../contracts/types-data.js';
 
-export type { TagAlias } from '../types-data.js';
+export type { TagAlias } from '../contracts/types-data.js';
 
 
 /** A rewrite of one conversation's stored tags spelled as a new alias, to the spelling it reads as there. */

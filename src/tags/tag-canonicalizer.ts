@@ -4,9 +4,9 @@ import { type AliasSuggestion, createAliasSuggester } from './alias-suggestions.
 import { slug } from './canonicalize.js';
 import { autoAliasOf, createVocabularies } from './tag-vocabulary.js';
 import type { TagAlias, TagStore } from './tag-store.js';
-import type { AliasApi } from '../types-data.js';
+import type { AliasApi } from '../contracts/types-data.js';
 
-export type { AliasApi } from '../types-data.js';
+export type { AliasApi } from '../contracts/types-data.js';
 
 export { MAX_ALIAS_LENGTH, spelling } from './alias-arguments.js';
 export { resolve } from './alias-layers.js';

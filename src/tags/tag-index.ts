@@ -1,5 +1,5 @@
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
-import type { TagRequest, TagResult, Tagger } from '../types.js';
+import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 import { slug } from './canonicalize.js';
 import { candidates } from './key-phrases.js';
 import type { Canonicalizer } from './tag-canonicalizer.js';

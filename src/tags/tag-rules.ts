@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
-import { Lru } from '../cache.js';
-import type { TagRule } from '../types.js';
+import { Lru } from '../common/cache.js';
+import type { TagRule } from '../contracts/types.js';
 
 /** A tag rule with its defaults filled in. */
 export interface ResolvedRule {

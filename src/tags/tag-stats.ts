@@ -1,9 +1,9 @@
 import { jsonLists } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from '../store/turn-store.js';
-import type { StorageDriver, StorageLimits } from '../types.js';
-import type { TagStat } from '../types-data.js';
+import type { StorageDriver, StorageLimits } from '../contracts/types.js';
+import type { TagStat } from '../contracts/types-data.js';
 
-export type { TagStat } from '../types-data.js';
+export type { TagStat } from '../contracts/types-data.js';
 
 
 /**

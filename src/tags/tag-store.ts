@@ -1,5 +1,5 @@
 import { inListSize, limitsOf } from '../storage/limits.js';
-import type { StorageDriver } from '../types.js';
+import type { StorageDriver } from '../contracts/types.js';
 import { createAliasStore } from './tag-aliases.js';
 import { createTagStats } from './tag-stats.js';
 import { createUnitReader, createUnitWriter } from './tag-units.js';

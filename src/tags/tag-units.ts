@@ -1,6 +1,6 @@
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
 import { inJsonLists } from '../storage/limits.js';
-import type { Statement, StorageDriver, StorageLimits } from '../types.js';
+import type { Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
 
 /** A tagged unit: a user turn (`unitSeq`) and the replies that follow it, up to `endSeq`. */
 export interface UnitTags {

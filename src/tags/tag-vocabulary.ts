@@ -1,4 +1,4 @@
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
 import { isAutoAlias } from './canonicalize.js';
 import type { TagStore } from './tag-store.js';
 

@@ -1,4 +1,4 @@
-import { CACHED_CONVERSATIONS, Lru } from '../cache.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
 import type { TurnStore } from '../store/turn-store.js';
 import { candidates } from './key-phrases.js';
 import type { TagStat, TagStore } from './tag-store.js';

@@ -1,5 +1,5 @@
-import type { ChatMessage, Tokenizer } from '../types.js';
-import { messageText } from '../messages.js';
+import type { ChatMessage, Tokenizer } from '../contracts/types.js';
+import { messageText } from '../common/messages.js';
 
 /**
  * How a request is counted: OpenAI's `num_tokens_from_messages` (the cookbook's "How to count tokens with

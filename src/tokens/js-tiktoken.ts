@@ -1,6 +1,6 @@
 import { createBpeCounter, jsTiktokenTable } from './bpe.js';
 import { registerTokenizerPackage } from './tokenizer.js';
-import type { EncodingName } from '../types.js';
+import type { EncodingName } from '../contracts/types.js';
 
 /**
  * js-tiktoken's own encoder is never faster than the linear counter over its ranks (100 characters of prose: 230 µs

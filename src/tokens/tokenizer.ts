@@ -1,6 +1,6 @@
-import { PagewiseError } from '../errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { createBpeCounter, gptTokenizerTable } from './bpe.js';
-import type { EncodingName, Tokenizer, TokenizerOption } from '../types.js';
+import type { EncodingName, Tokenizer, TokenizerOption } from '../contracts/types.js';
 
 /** What picks a tokenizer: the implementation, the encoding, and whether counts are estimates. */
 export interface TokenizerChoice {

@@ -3,7 +3,7 @@
 // the cost users pay (it once hid a 486 ms p95 on every question); latency figures are printed with live embedding.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Embedder } from '../../src/types.js';
+import type { Embedder } from '../../src/contracts/types.js';
 
 const DIR = new URL('../../node_modules/.cache/pagewise-bench/', import.meta.url);
 

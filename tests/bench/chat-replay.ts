@@ -2,7 +2,7 @@
 // then onTurnComplete with the exchange — back to back, with the background queue (embedding, compaction) running
 // live behind them. The same replay with embeddings off gives the baseline.
 import { createMemory } from '../../src/index.js';
-import type { EmbedderOptions } from '../../src/types.js';
+import type { EmbedderOptions } from '../../src/contracts/types.js';
 import { loadLocomo } from './datasets.js';
 import { percentile } from './metrics.js';
 

@@ -11,8 +11,8 @@
 //
 // --summarizer-ms=N: a summarizer that answers after N ms (an LLM's wait), in place of the extractive one.
 import { createMemory } from '../../src/index.js';
-import { SCHEDULER_MODE, type SchedulerMode } from '../../src/scheduler.js';
-import type { ChatMessage, MemoryOptions, Summarizer } from '../../src/types.js';
+import { SCHEDULER_MODE, type SchedulerMode } from '../../src/engine/scheduler.js';
+import type { ChatMessage, MemoryOptions, Summarizer } from '../../src/contracts/types.js';
 import { syntheticChat } from './long-run.js';
 import { percentile } from './metrics.js';
 

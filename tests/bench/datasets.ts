@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { ChatMessage } from '../../src/types.js';
-import { type ImportedConversation, type ImportedQuestion, parseLocomo, parseLongMemEval } from '../../src/formats.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
+import { type ImportedConversation, type ImportedQuestion, parseLocomo, parseLongMemEval } from '../../src/surfaces/formats.js';
 
 /** ../shared/data, beside the repository (CI clones it there too). */
 export const DATA = resolve(import.meta.dirname, '../../../shared/data');

@@ -3,9 +3,9 @@
 // flush) and asks every probe; prints the probes whose context differs between runs (first differing manifest entry)
 // and, asking each probe twice against the same memory, whether the same state gave two contexts.
 import { createMemory } from '../../src/index.js';
-import { messageText } from '../../src/messages.js';
+import { messageText } from '../../src/common/messages.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage, ManifestEntry, MemoryOptions } from '../../src/types.js';
+import type { ChatMessage, ManifestEntry, MemoryOptions } from '../../src/contracts/types.js';
 import { loadAdversarial } from './datasets.js';
 import { evidenceShare } from './metrics.js';
 

@@ -32,7 +32,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 import { type LongTurn, locomoLikeChat, toExportData } from '../fixtures/locomo-like.js';
 import { DATA, loadLocomo } from './datasets.js';
 import { percentile } from './metrics.js';

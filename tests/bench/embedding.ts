@@ -1,9 +1,9 @@
 // Embedding figures: model load, throughput, query latency, a 10,000-turn import becoming fully embedded (and
 // retrieval during it), onMessageInbound with the query embedding at 10,000 and 100,000 stored vectors.
 import { createMemory } from '../../src/index.js';
-import { messageText } from '../../src/messages.js';
+import { messageText } from '../../src/common/messages.js';
 import { transformersEmbedder } from '../../src/embed/transformers.js';
-import type { Embedder } from '../../src/types.js';
+import type { Embedder } from '../../src/contracts/types.js';
 import { loadLocomo } from './datasets.js';
 import { percentile } from './metrics.js';
 

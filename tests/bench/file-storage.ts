@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileStorage } from '../../src/storage/node-file.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const ROWS_ARG = Number(args.get('rows') ?? 10_000);

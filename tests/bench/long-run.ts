@@ -13,7 +13,7 @@ import sqlite3InitModule, { type Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { createMemory } from '../../src/index.js';
 import { writeFileSync } from 'node:fs';
 import { createSqliteDriver, sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage, CompactionReport, StorageDriver } from '../../src/types.js';
+import type { ChatMessage, CompactionReport, StorageDriver } from '../../src/contracts/types.js';
 import { mean, percentile } from './metrics.js';
 import { rng } from '../node/rng.js';
 

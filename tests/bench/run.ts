@@ -8,7 +8,7 @@
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
-import { messageText } from '../../src/messages.js';
+import { messageText } from '../../src/common/messages.js';
 import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { fileStorage } from '../../src/storage/node-file.js';
@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createTurnStore } from '../../src/store/turn-store.js';
 import { messageTokens } from '../../src/tokens/chat-format.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
-import type { ChatMessage, MemoryOptions } from '../../src/types.js';
+import type { ChatMessage, MemoryOptions } from '../../src/contracts/types.js';
 import type { TurnRecord } from '../../src/store/turn-store.js';
 import { transformersEmbedder } from '../../src/embed/transformers.js';
 import { cachedEmbedder } from './cached-embedder.js';
@@ -28,7 +28,7 @@ import { embeddingBench } from './embedding.js';
 import { longRunBench, parseLongRunArgs } from './long-run.js';
 import { type BenchConversation, loadAdversarial, loadLocomo, loadLongMemEval, loadRealtalk } from './datasets.js';
 import { createVectorStore, normalize } from '../../src/embed/vector-store.js';
-import type { Embedder } from '../../src/types.js';
+import type { Embedder } from '../../src/contracts/types.js';
 import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));

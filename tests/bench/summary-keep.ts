@@ -20,7 +20,7 @@ import { queryTerms } from '../../src/retrieval/fts-query.js';
 import { ftsStem } from '../../src/retrieval/fts-query.js';
 import { sentences } from '../../src/text/sentences.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
-import type { Summarizer, SummaryRequest } from '../../src/types.js';
+import type { Summarizer, SummaryRequest } from '../../src/contracts/types.js';
 import { loadLocomo } from './datasets.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));

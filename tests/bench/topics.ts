@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import nlp from 'compromise/two';
 import { createMemory } from '../../src/index.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 import { type BenchConversation, DATA, loadLocomo, loadLongMemEval } from './datasets.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));

@@ -1,5 +1,5 @@
 import { migrate, SCHEMA_VERSION } from '../../src/store/schema.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 import { equal, ok, rejectsWith } from './assert.js';
 import { hostileStrings, hostileTwins, utf8Hex, visible } from './hostile-text.js';
 import { storageLimitCases } from './storage-limits.js';

@@ -8,7 +8,7 @@ import { createImportanceStore } from '../../src/store/importance-store.js';
 import { migrate } from '../../src/store/schema.js';
 import { createTurnStore, type NewTurn } from '../../src/store/turn-store.js';
 import { createTagStore, type UnitTags } from '../../src/tags/tag-store.js';
-import type { ChatMessage, StorageDriver } from '../../src/types.js';
+import type { ChatMessage, StorageDriver } from '../../src/contracts/types.js';
 import { AssertionError, equal, ok, rejectsWith } from './assert.js';
 import { hostileStrings, utf8Hex, visible } from './hostile-text.js';
 import type { DriverCase } from './storage-driver.js';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { compressText } from '../../src/assembly/compress.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import { type Memory } from '../../src/index.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 import { assistant, createMemory, recount, user } from './helpers.js';
 
 let memory: Memory | undefined;

@@ -5,7 +5,7 @@ import { type Memory, isPagewiseError } from '../../src/index.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { MIGRATIONS, SCHEMA_VERSION, migrate } from '../../src/store/schema.js';
 import type { TagStat } from '../../src/tags/tag-store.js';
-import type { ChatMessage, StorageDriver } from '../../src/types.js';
+import type { ChatMessage, StorageDriver } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 let memory: Memory | undefined;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Memory } from '../../src/index.js';
-import type { ChatMessage, MemoryOptions } from '../../src/types.js';
+import type { ChatMessage, MemoryOptions } from '../../src/contracts/types.js';
 import { assistant, createMemory, recount, rng, user } from './helpers.js';
 
 let memory: Memory | undefined;

@@ -10,7 +10,7 @@ const db = join(dir, 'memory.sqlite3');
 // A short chat written for the tests in LoCoMo's format (tests never read ../shared: a clone stands alone).
 const LOCOMO = resolve(import.meta.dirname, '../fixtures/locomo/priya-tom.json');
 const cli = (...args: string[]) => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../../src/cli.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../../src/surfaces/cli.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
   return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) as Record<string, unknown> };
 };
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,7 +4,7 @@ import { FOLD_SEGMENTS, HARD_TURNS, ROLLUP_TAGS } from '../../src/compaction/com
 import { setCover, segment } from '../../src/compaction/segmenter.js';
 import { createSummaryStore } from '../../src/compaction/summary-store.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage, StorageDriver, Summarizer, SummaryRequest } from '../../src/types.js';
+import type { ChatMessage, StorageDriver, Summarizer, SummaryRequest } from '../../src/contracts/types.js';
 import { assistant, createMemory, recount, user } from './helpers.js';
 
 let memory: Memory | undefined;

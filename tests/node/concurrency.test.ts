@@ -5,9 +5,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Memory } from '../../src/index.js';
-import { gateBatches } from '../../src/engine-support.js';
+import { gateBatches } from '../../src/engine/support.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage, StorageDriver, Summarizer } from '../../src/types.js';
+import type { ChatMessage, StorageDriver, Summarizer } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 import { completion } from './upstream.js';
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ExportData, type Memory, sqliteWasm } from '../../src/index.js';
-import type { ChatMessage, StorageDriver } from '../../src/types.js';
-import { RETAG_ALL_TURNS } from '../../src/data-control.js';
+import type { ChatMessage, StorageDriver } from '../../src/contracts/types.js';
+import { RETAG_ALL_TURNS } from '../../src/engine/data-control.js';
 import { forgetPlan, locomoLikeChat, toExportData } from '../fixtures/locomo-like.js';
 import { assistant, createMemory, user } from './helpers.js';
 

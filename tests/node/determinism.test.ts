@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createMemory, type ManifestEntry, type Memory, type StorageDriver } from '../../src/index.js';
 import { transformersEmbedder } from '../../src/embed/transformers.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 
 let memories: Memory[] = [];
 afterEach(async () => { await Promise.all(memories.map((m) => m.close())); memories = []; });

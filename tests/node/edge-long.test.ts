@@ -12,8 +12,8 @@ import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemory } from '../../src/index.js';
-import { proxyConversationKey } from '../../src/proxy.js';
-import type { AssembledContext, ManifestEntry } from '../../src/types.js';
+import { proxyConversationKey } from '../../src/surfaces/proxy.js';
+import type { AssembledContext, ManifestEntry } from '../../src/contracts/types.js';
 import { type LongQuestion, forgetPlan, locomoLikeChat, toExportData } from '../fixtures/locomo-like.js';
 import { LONG_CHAT_OPTIONS } from '../fixtures/long-options.js';
 

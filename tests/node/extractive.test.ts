@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { extractiveSummarizer } from '../../src/index.js';
 import { PRIVATE_PLACEHOLDER } from '../../src/compaction/compactor.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
-import type { SummaryItem, SummaryRequest } from '../../src/types.js';
+import type { SummaryItem, SummaryRequest } from '../../src/contracts/types.js';
 
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 const summarizer = extractiveSummarizer(tokenizer);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { type ChatMessage, type Memory, PagewiseError, isPagewiseError } from '../../src/index.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 import { FAULT_SEED } from './fault-inputs.js';
 import { assistant, createMemory, rng, user } from './helpers.js';
 

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Memory, createMemory as createBare, isPagewiseError } from '../../src/index.js';
-import { parseIsoDate } from '../../src/messages.js';
+import { parseIsoDate } from '../../src/common/messages.js';
 import { sentences } from '../../src/text/sentences.js';
 import { assistant, createMemory, user } from './helpers.js';
 
@@ -159,7 +159,7 @@ describe('23. what the widened fault suite was written to find', () => {
   });
 
   it('the proxy answers {"messages":[null]}, tool_calls [null] and Anthropic content [null] with a 400, forwarding nothing', async () => {
-    const { memoryProxy } = await import('../../src/proxy.js');
+    const { memoryProxy } = await import('../../src/surfaces/proxy.js');
     memory = await createMemory();
     let forwarded = 0;
     const upstream = { baseUrl: 'http://127.0.0.1:9', apiKey: 'k' };

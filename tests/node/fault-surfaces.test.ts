@@ -7,7 +7,7 @@
 // - The MCP server (the SDK's client in-process): tools, prompts and resources with hostile arguments; a refusal is a
 //   typed error result (pagewise's code, or the SDK's invalid-params) that changed nothing; every answer is sealed
 //   (fault-breakout.ts).
-// - The CLI (`node dist/src/cli.js`, or src/cli.ts through tsx when dist is older than src): broken import files and
+// - The CLI (`node dist/src/surfaces/cli.js`, or src/surfaces/cli.ts through tsx when dist is older than src): broken import files and
 //   odd flags exit 0, 1 or 2 without a stack trace; a refused import stores nothing; recall, retrieve and transform
 //   of injected conversations are sealed.
 import { spawn } from 'node:child_process';
@@ -19,7 +19,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES, type Memory, memoryProxy } from '../../src/index.js';
-import { createMcpServer } from '../../src/mcp.js';
+import { createMcpServer } from '../../src/surfaces/mcp.js';
 import { BreakoutTally } from './fault-breakout.js';
 import { FAULT_SEED, NASTY_STRINGS, TWIN_IDS, hostileString, show } from './fault-inputs.js';
 import { PAYLOADS, QUESTION, filler, oneLine, payloadMessages } from './fault-payloads.js';
@@ -369,7 +369,7 @@ describe('the MCP server under hostile arguments (the SDK client, in-process)', 
 // ---- The CLI ----
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const DIST = join(ROOT, 'dist/src/cli.js');
+const DIST = join(ROOT, 'dist/src/surfaces/cli.js');
 
 /** The newest modification time under a folder (its .ts files). */
 function newest(dir: string): number {
@@ -386,7 +386,7 @@ function newest(dir: string): number {
 function cliCommand(): { args: string[]; which: string } {
   let fresh = false;
   try { fresh = statSync(DIST).mtimeMs >= newest(join(ROOT, 'src')); } catch { fresh = false; }
-  return fresh ? { args: [DIST], which: 'dist/src/cli.js' } : { args: ['--import', 'tsx', join(ROOT, 'src/cli.ts')], which: 'src/cli.ts through tsx (dist is older than src: npm run build)' };
+  return fresh ? { args: [DIST], which: 'dist/src/surfaces/cli.js' } : { args: ['--import', 'tsx', join(ROOT, 'src/surfaces/cli.ts')], which: 'src/surfaces/cli.ts through tsx (dist is older than src: npm run build)' };
 }
 
 type Run = { code: number | null; out: string; err: string };

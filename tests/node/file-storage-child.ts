@@ -7,7 +7,7 @@
 //           holds, so pages reach the database file before the commit. The parent kills it then; printing `done`
 //           means it was too slow to.
 import { writeSync } from 'node:fs';
-import { isPagewiseError } from '../../src/errors.js';
+import { isPagewiseError } from '../../src/contracts/errors.js';
 import { fileStorage } from '../../src/storage/node-file.js';
 
 export const GROUP_ROWS = 40;

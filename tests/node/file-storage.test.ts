@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { threadId } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPagewiseError } from '../../src/errors.js';
+import { isPagewiseError } from '../../src/contracts/errors.js';
 import { fileStorage } from '../../src/storage/node-file.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 import { storageDriverCases } from '../conformance/storage-driver.js';
 import { assistant, createMemory, user } from './helpers.js';
 

@@ -1,8 +1,8 @@
 import { Tiktoken } from 'js-tiktoken/lite';
 import o200k from 'js-tiktoken/ranks/o200k_base';
-import { messageText } from '../../src/messages.js';
+import { messageText } from '../../src/common/messages.js';
 import { createMemory as create } from '../../src/index.js';
-import type { AssembledContext, ChatMessage, MemoryOptions } from '../../src/types.js';
+import type { AssembledContext, ChatMessage, MemoryOptions } from '../../src/contracts/types.js';
 
 export { rng } from './rng.js';
 

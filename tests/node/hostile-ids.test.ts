@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Memory } from '../../src/index.js';
 import { fileStorage } from '../../src/storage/node-file.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 let dir: string;

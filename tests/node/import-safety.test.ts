@@ -3,7 +3,7 @@
 // conversations' calls complete while a large import is still going. Timings: tests/bench/import-lag.ts.
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ExportData, type Memory, sqliteWasm } from '../../src/index.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 let memory: Memory | undefined;

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { anthropic, openaiCompatible, type Memory } from '../../src/index.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 /** One scripted reply: status, raw body, delay. Requests beyond the script get `fallback`. */

@@ -12,7 +12,7 @@ import { createCanonicalizer } from '../../src/tags/tag-canonicalizer.js';
 import { createTagRules } from '../../src/tags/tag-rules.js';
 import { createTagStore } from '../../src/tags/tag-store.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
-import type { StorageDriver, Summarizer } from '../../src/types.js';
+import type { StorageDriver, Summarizer } from '../../src/contracts/types.js';
 import { syntheticChat } from '../bench/long-run.js';
 import { createMemory } from './helpers.js';
 

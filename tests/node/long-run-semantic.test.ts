@@ -1,12 +1,12 @@
 // Issue 12: with embeddings, a question searched every summary vector of the conversation read from SQLite; the
 // summary vectors now live in memory like the turns' (appended as they are embedded).
 import { describe, expect, it } from 'vitest';
-import { createBackground } from '../../src/background.js';
+import { createBackground } from '../../src/common/background.js';
 import { type NewSummary, createSummaryStore } from '../../src/compaction/summary-store.js';
 import { createSemantic } from '../../src/embed/semantic.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { migrate } from '../../src/store/schema.js';
-import type { Embedder, StorageDriver } from '../../src/types.js';
+import type { Embedder, StorageDriver } from '../../src/contracts/types.js';
 
 // A toy vector space: one dimension per topic word.
 const WORDS = ['sourdough', 'kubernetes', 'marathon', 'tax'];

@@ -4,12 +4,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type ChatMessage, type Memory, PagewiseError } from '../../src/index.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { IN_CHUNK, chunks, createTurnStore, inChunks } from '../../src/store/turn-store.js';
-import { Lru } from '../../src/cache.js';
+import { Lru } from '../../src/common/cache.js';
 import { migrate } from '../../src/store/schema.js';
 import { createSummaryStore } from '../../src/compaction/summary-store.js';
 import { createCanonicalizer } from '../../src/tags/tag-canonicalizer.js';
 import { createTagStore } from '../../src/tags/tag-store.js';
-import type { StorageDriver } from '../../src/types.js';
+import type { StorageDriver } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 let memory: Memory | undefined;

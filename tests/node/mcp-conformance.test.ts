@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // user starts: the built CLI, `pagewise mcp --db FILE --http PORT`, on a temporary database. The suite needs
 // Node ≥ 22 (fs.globSync); on Node 20 this file is skipped and `npm run test:node24` (CI runs it) runs it.
 const root = resolve(import.meta.dirname, '../..');
-const cli = resolve(root, 'dist/src/cli.js');
+const cli = resolve(root, 'dist/src/surfaces/cli.js');
 const suite = resolve(root, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const major = Number(process.versions.node.split('.')[0]);
 
@@ -43,7 +43,7 @@ describe.skipIf(major < 22)('the MCP conformance suite against `pagewise mcp --h
   let url = '';
 
   beforeAll(async () => {
-    expect(existsSync(cli), 'dist/src/cli.js is missing: run `npm run build` first').toBe(true);
+    expect(existsSync(cli), 'dist/src/surfaces/cli.js is missing: run `npm run build` first').toBe(true);
     server = spawn(process.execPath, [cli, 'mcp', '--db', join(dir, 'memory.sqlite3'), '--http', '0', '--embedder', 'off'], { stdio: ['ignore', 'ignore', 'pipe'] });
     url = await new Promise<string>((ok, fail) => {
       let err = '';

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
 import { TRANSCRIPT_NOTE } from '../../src/assembly/render.js';
-import { serveMcpHttp } from '../../src/mcp.js';
+import { serveMcpHttp } from '../../src/surfaces/mcp.js';
 import { countOwnTags } from '../../src/text/as-data.js';
 import { createMemory } from './helpers.js';
 

@@ -6,14 +6,14 @@ import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isLoopback, serveMcpHttp } from '../../src/mcp.js';
+import { isLoopback, serveMcpHttp } from '../../src/surfaces/mcp.js';
 import { createMemory } from './helpers.js';
 
 // The HTTP transport's guards, with real HTTP on 127.0.0.1: node:http requests (they may set any Host header) and
 // the SDK's own client.
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-mcp-http-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const cliPath = resolve(import.meta.dirname, '../../src/cli.ts');
+const cliPath = resolve(import.meta.dirname, '../../src/surfaces/cli.ts');
 
 const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
 const REMEMBER = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'remember', arguments: { conversationId: 'c1', messages: [{ role: 'user', content: 'stored?' }] } } };

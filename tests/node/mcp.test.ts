@@ -7,8 +7,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { LoggingMessageNotificationSchema, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createMcpServer, serveMcpHttp } from '../../src/mcp.js';
-import type { Memory } from '../../src/memory.js';
+import { createMcpServer, serveMcpHttp } from '../../src/surfaces/mcp.js';
+import type { Memory } from '../../src/contracts/memory.js';
 import { createMemory } from './helpers.js';
 
 // With the SDK's own client, over both transports.
@@ -49,7 +49,7 @@ describe('the MCP server (npx pagewise mcp)', () => {
   it('over stdio, on a database file, with the SDK\'s client', async () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: ['--import', 'tsx', resolve(import.meta.dirname, '../../src/cli.ts'), 'mcp', '--db', join(dir, 'stdio.sqlite3'), '--embedder', 'off'],
+      args: ['--import', 'tsx', resolve(import.meta.dirname, '../../src/surfaces/cli.ts'), 'mcp', '--db', join(dir, 'stdio.sqlite3'), '--embedder', 'off'],
       stderr: 'pipe',
     });
     const client = new Client({ name: 'test', version: '1.0.0' });

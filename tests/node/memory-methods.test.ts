@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALIAS_METHODS, MEMORY_METHODS, forwardMemory, invokeMemory } from '../../src/memory-methods.js';
+import { ALIAS_METHODS, MEMORY_METHODS, forwardMemory, invokeMemory } from '../../src/contracts/memory-methods.js';
 import { createMemory, user } from './helpers.js';
 
 describe('the Memory method list (one list for every transport)', () => {

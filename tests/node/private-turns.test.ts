@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Embedder, Memory } from '../../src/index.js';
 import { workersAiEmbedder, type WorkersAiLike } from '../../src/embed/workers-ai.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 // The private messages' own word: it must reach no request to an embedding endpoint, LLM tagger or summarizer.

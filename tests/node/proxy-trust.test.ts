@@ -1,6 +1,6 @@
 // Who may read a memory through the proxy: the reproducers of the trust-boundaries issue, kept as tests.
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { memoryProxy, proxyConversationKey, type MemoryProxyOptions } from '../../src/proxy.js';
+import { memoryProxy, proxyConversationKey, type MemoryProxyOptions } from '../../src/surfaces/proxy.js';
 import { isPagewiseError, type Memory } from '../../src/index.js';
 import { createMemory } from './helpers.js';
 import { completion, startUpstream, type Upstream } from './upstream.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { memoryProxy, proxyConversationKey } from '../../src/proxy.js';
+import { memoryProxy, proxyConversationKey } from '../../src/surfaces/proxy.js';
 import type { Memory } from '../../src/index.js';
 import { createMemory } from './helpers.js';
 import { startUpstream, type Reply, type Upstream } from './upstream.js';

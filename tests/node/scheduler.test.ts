@@ -1,7 +1,7 @@
 // The keyed scheduler and the background lanes, alone: ordering proved with calls held open by hand (no timings).
 import { describe, expect, it } from 'vitest';
-import { createBackground } from '../../src/background.js';
-import { createScheduler } from '../../src/scheduler.js';
+import { createBackground } from '../../src/common/background.js';
+import { createScheduler } from '../../src/engine/scheduler.js';
 
 /** A promise released by hand. */
 function gate() {

@@ -7,7 +7,7 @@ import { isAutoAlias, slug } from '../../src/tags/canonicalize.js';
 import { keywordTagger } from '../../src/tags/keyword-tagger.js';
 import { parseTagReply } from '../../src/tags/llm-tagger.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
-import type { ChatMessage } from '../../src/types.js';
+import type { ChatMessage } from '../../src/contracts/types.js';
 import { assistant, user } from './helpers.js';
 
 let memory: Memory | undefined;

@@ -11,7 +11,7 @@ import jsRanksCl100k from 'js-tiktoken/ranks/cl100k_base';
 import { describe, expect, it } from 'vitest';
 import { createBpeCounter, gptTokenizerTable, isValidUtf8, jsTiktokenTable, utf8Binary } from '../../src/tokens/bpe.js';
 import { createTokenizer } from '../../src/index.js';
-import type { EncodingName, Tokenizer } from '../../src/types.js';
+import type { EncodingName, Tokenizer } from '../../src/contracts/types.js';
 import { rng } from './rng.js';
 
 // The packages themselves, counting special-token text as plain text (as createTokenizer configures them).

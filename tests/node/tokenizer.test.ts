@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createTokenizer, encodingForModel } from '../../src/index.js';
-import { resolveOptions } from '../../src/options.js';
-import { messageText } from '../../src/messages.js';
+import { resolveOptions } from '../../src/engine/options.js';
+import { messageText } from '../../src/common/messages.js';
 import { TOKENS_PER_MESSAGE, TOKENS_PER_NAME, blockTokens, messageTokens } from '../../src/tokens/chat-format.js';
-import type { ChatMessage, Tokenizer } from '../../src/types.js';
+import type { ChatMessage, Tokenizer } from '../../src/contracts/types.js';
 import { refCount } from './helpers.js';
 
 const SAMPLES = [

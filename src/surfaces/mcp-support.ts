@@ -3,10 +3,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { LoggingLevelSchema, SetLevelRequestSchema, type LoggingLevel, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { Memory } from './memory.js';
-import { isPagewiseError } from './errors.js';
-import { renderJson } from './assembly/render.js';
-import { neutralize } from './text/as-data.js';
+import type { Memory } from '../contracts/memory.js';
+import { isPagewiseError } from '../contracts/errors.js';
+import { renderJson } from '../assembly/render.js';
+import { neutralize } from '../text/as-data.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export type ToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };

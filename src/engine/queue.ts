@@ -1,5 +1,5 @@
-import type { Atomic } from './compaction/compactor.js';
-import { PagewiseError } from './errors.js';
+import type { Atomic } from '../compaction/compactor.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { type SchedulerMode, createScheduler } from './scheduler.js';
 
 const MODULE = 'engine';

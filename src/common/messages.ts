@@ -1,6 +1,6 @@
-import { PagewiseError } from './errors.js';
-import { inline } from './text/as-data.js';
-import type { ChatMessage, ContentPart, Role, ToolCall } from './types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { inline } from '../text/as-data.js';
+import type { ChatMessage, ContentPart, Role, ToolCall } from '../contracts/types.js';
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
 const MODULE = 'messages';

@@ -1,12 +1,12 @@
 // The stored rows data control reads and removes: a conversation's turn rows, a stored conversation by its id, and
 // the removal of turns with everything derived from them (forget, and an import undone).
 import type { DataDeps, TurnRow } from './data-types.js';
-import { PagewiseError } from './errors.js';
-import { describe, validateConversationId } from './messages.js';
-import { inListSize } from './storage/limits.js';
-import { MIGRATIONS } from './store/schema.js';
-import { chunks, type TurnStore } from './store/turn-store.js';
-import type { ConversationInfo, MaybePromise, Statement, StorageDriver } from './types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { describe, validateConversationId } from '../common/messages.js';
+import { inListSize } from '../storage/limits.js';
+import { MIGRATIONS } from '../store/schema.js';
+import { chunks, type TurnStore } from '../store/turn-store.js';
+import type { ConversationInfo, MaybePromise, Statement, StorageDriver } from '../contracts/types.js';
 
 const MODULE = 'data';
 

@@ -5,12 +5,12 @@ import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
-import { renderContext, renderJson, renderMemory, renderSummary, renderTranscript } from './assembly/render.js';
-import type { Memory } from './memory.js';
+import { renderContext, renderJson, renderMemory, renderSummary, renderTranscript } from '../assembly/render.js';
+import type { Memory } from '../contracts/memory.js';
 import { serveMcpHttpWith, type McpHttpOptions } from './mcp-http.js';
 import { answer, conversationIds, conversationTags, enableLogging, progress, uriPart, type Extra, type Log } from './mcp-support.js';
-import { inline } from './text/as-data.js';
-import type { ChatMessage } from './types.js';
+import { inline } from '../text/as-data.js';
+import type { ChatMessage } from '../contracts/types.js';
 
 export { checkHttpOptions, isLoopback, type McpHttpOptions } from './mcp-http.js';
 

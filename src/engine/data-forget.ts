@@ -2,13 +2,13 @@
 // with everything derived from them; what is derived from the rest is rebuilt.
 import { type Remove, inListOf, marks, storedConversation, turnRows } from './data-rows.js';
 import type { DataDeps, ForgetInput, ForgetReport, TurnRow } from './data-types.js';
-import { checkId, checkObject } from './engine-support.js';
-import { PagewiseError } from './errors.js';
-import { describe, readArray } from './messages.js';
-import { candidates } from './tags/key-phrases.js';
-import type { UnitTags } from './tags/tag-store.js';
-import { chunks, type TurnRecord } from './store/turn-store.js';
-import type { Statement } from './types.js';
+import { checkId, checkObject } from './support.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { describe, readArray } from '../common/messages.js';
+import { candidates } from '../tags/key-phrases.js';
+import type { UnitTags } from '../tags/tag-store.js';
+import { chunks, type TurnRecord } from '../store/turn-store.js';
+import type { Statement } from '../contracts/types.js';
 
 const MODULE = 'data';
 

@@ -1,13 +1,13 @@
-import { EXTRACTIVE_VERSION, extractiveSummarizer } from './compaction/extractive.js';
-import { llmSummarizer } from './compaction/llm-summarizer.js';
-import { PagewiseError } from './errors.js';
-import { checkIdentifier, describe, readRecord } from './messages.js';
-import { anthropic } from './llm/anthropic.js';
-import type { Ledger } from './llm/ledger.js';
-import { openaiCompatible } from './llm/openai-compatible.js';
+import { EXTRACTIVE_VERSION, extractiveSummarizer } from '../compaction/extractive.js';
+import { llmSummarizer } from '../compaction/llm-summarizer.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { checkIdentifier, describe, readRecord } from '../common/messages.js';
+import { anthropic } from '../llm/anthropic.js';
+import type { Ledger } from '../llm/ledger.js';
+import { openaiCompatible } from '../llm/openai-compatible.js';
 import type { ResolvedOptions } from './options.js';
-import type { TurnStore } from './store/turn-store.js';
-import type { ChatMessage, LlmProvider, MaybePromise, SqlValue, Statement, StorageDriver, Summarizer, Tokenizer } from './types.js';
+import type { TurnStore } from '../store/turn-store.js';
+import type { ChatMessage, LlmProvider, MaybePromise, SqlValue, Statement, StorageDriver, Summarizer, Tokenizer } from '../contracts/types.js';
 
 const MODULE = 'engine';
 
@@ -35,7 +35,7 @@ export function optionalObject(value: unknown, what: string): Record<string, unk
 
 export async function openStorage(options: ResolvedOptions): Promise<StorageDriver> {
   if (options.storage === undefined) {
-    const { sqliteWasm } = await import('./storage/sqlite-wasm.js');
+    const { sqliteWasm } = await import('../storage/sqlite-wasm.js');
     return sqliteWasm()();
   }
   const driver: unknown = typeof options.storage === 'function' ? await options.storage() : options.storage;

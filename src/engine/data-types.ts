@@ -1,11 +1,11 @@
 // The data-control side of the Memory API, as its callers and its parts see it: what forget takes and reports, the
 // portable export format, what an import reports, and what the parts are built from.
-import type { Canonicalizer } from './tags/tag-canonicalizer.js';
-import type { TagIndex } from './tags/tag-index.js';
-import type { TurnStore } from './store/turn-store.js';
-import type { StorageDriver, Tokenizer } from './types.js';
+import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
+import type { TagIndex } from '../tags/tag-index.js';
+import type { TurnStore } from '../store/turn-store.js';
+import type { StorageDriver, Tokenizer } from '../contracts/types.js';
 
-export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './types-data.js';
+export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from '../contracts/types-data.js';
 
 
 

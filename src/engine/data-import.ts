@@ -19,14 +19,14 @@
 // completes. Aliases are restored through the alias API: tags and alias chains an imported alias rewrote stay
 // rewritten, as after aliases.remove().
 import type { DataDeps, ExportData, ImportReport, TurnRow } from './data-types.js';
-import { checkId, checkObject } from './engine-support.js';
-import { PagewiseError } from './errors.js';
-import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from './messages.js';
-import { utf8Bytes } from './storage/limits.js';
-import { type NewTurn, turnRowError } from './store/turn-store.js';
-import { resolve, spelling } from './tags/tag-canonicalizer.js';
-import { countCacheKey } from './tokens/chat-format.js';
-import type { ChatMessage, MaybePromise, Statement } from './types.js';
+import { checkId, checkObject } from './support.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from '../common/messages.js';
+import { utf8Bytes } from '../storage/limits.js';
+import { type NewTurn, turnRowError } from '../store/turn-store.js';
+import { resolve, spelling } from '../tags/tag-canonicalizer.js';
+import { countCacheKey } from '../tokens/chat-format.js';
+import type { ChatMessage, MaybePromise, Statement } from '../contracts/types.js';
 
 const MODULE = 'data';
 // A slice of work between two yields: at most this long, and at most this many items (in workerd the clock stands

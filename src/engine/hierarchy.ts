@@ -1,17 +1,17 @@
-import type { Background } from './background.js';
-import type { Atomic, Compactor } from './compaction/compactor.js';
-import type { SummaryStore } from './compaction/summary-store.js';
-import type { Memory } from './memory.js';
-import { checkId, checkObject, optionalObject } from './engine-support.js';
-import { PagewiseError } from './errors.js';
-import type { Ledger } from './llm/ledger.js';
-import { describe, readArray, validateConversationId } from './messages.js';
-import type { ImportanceStore } from './store/importance-store.js';
-import type { TurnStore } from './store/turn-store.js';
-import type { TagIndex } from './tags/tag-index.js';
-import type { TagStore } from './tags/tag-store.js';
+import type { Background } from '../common/background.js';
+import type { Atomic, Compactor } from '../compaction/compactor.js';
+import type { SummaryStore } from '../compaction/summary-store.js';
+import type { Memory } from '../contracts/memory.js';
+import { checkId, checkObject, optionalObject } from './support.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Ledger } from '../llm/ledger.js';
+import { describe, readArray, validateConversationId } from '../common/messages.js';
+import type { ImportanceStore } from '../store/importance-store.js';
+import type { TurnStore } from '../store/turn-store.js';
+import type { TagIndex } from '../tags/tag-index.js';
+import type { TagStore } from '../tags/tag-store.js';
 import { memoryTools, runTool } from './tools.js';
-import type { CompactionReport, Summary, Tokenizer } from './types.js';
+import type { CompactionReport, Summary, Tokenizer } from '../contracts/types.js';
 
 const MODULE = 'engine';
 

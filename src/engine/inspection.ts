@@ -1,14 +1,14 @@
 // The inspection side of the Memory API: what is stored (conversations, turns, tags, topics), the aliases, and how
 // much of a conversation has vectors.
-import type { Semantic } from './embed/semantic.js';
-import type { Hints, Stores } from './engine-parts.js';
-import type { EngineQueue } from './engine-queue.js';
-import { optionalObject } from './engine-support.js';
-import { PagewiseError } from './errors.js';
-import type { Memory } from './memory.js';
-import { describe, validateConversationId } from './messages.js';
-import { mainTopics } from './retrieval/broad.js';
-import { publicTurn } from './store/turn-store.js';
+import type { Semantic } from '../embed/semantic.js';
+import type { Hints, Stores } from './parts.js';
+import type { EngineQueue } from './queue.js';
+import { optionalObject } from './support.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Memory } from '../contracts/memory.js';
+import { describe, validateConversationId } from '../common/messages.js';
+import { mainTopics } from '../retrieval/broad.js';
+import { publicTurn } from '../store/turn-store.js';
 
 const MODULE = 'engine';
 const DEFAULT_TOPICS = 24;

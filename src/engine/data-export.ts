@@ -2,9 +2,9 @@
 // database's bytes.
 import { storedConversation } from './data-rows.js';
 import type { DataDeps, ExportData, ExportedConversation, ExportedTurn } from './data-types.js';
-import { PagewiseError } from './errors.js';
-import type { TurnRecord, TurnStore } from './store/turn-store.js';
-import type { StorageDriver } from './types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { TurnRecord, TurnStore } from '../store/turn-store.js';
+import type { StorageDriver } from '../contracts/types.js';
 
 const MODULE = 'data';
 

@@ -1,26 +1,26 @@
 // The parts createMemory composes, each built from what it needs: the stores on the driver, the topics hint, the
 // taggers and the tag index, the compactor, and the background jobs of a conversation.
-import type { Background } from './background.js';
-import { CACHED_CONVERSATIONS, Lru } from './cache.js';
-import { type Atomic, type CompactionSettings, type Compactor, createCompactor } from './compaction/compactor.js';
-import { type SummaryStore, createSummaryStore } from './compaction/summary-store.js';
-import type { Semantic } from './embed/semantic.js';
-import { makeSummarizer } from './engine-support.js';
-import { type Ledger, createLedger } from './llm/ledger.js';
+import type { Background } from '../common/background.js';
+import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
+import { type Atomic, type CompactionSettings, type Compactor, createCompactor } from '../compaction/compactor.js';
+import { type SummaryStore, createSummaryStore } from '../compaction/summary-store.js';
+import type { Semantic } from '../embed/semantic.js';
+import { makeSummarizer } from './support.js';
+import { type Ledger, createLedger } from '../llm/ledger.js';
 import type { ResolvedOptions } from './options.js';
-import { topicsHint } from './assembly/topics-hint.js';
-import { type ImportanceStore, createImportanceStore } from './store/importance-store.js';
-import { type TurnStore, createTurnStore } from './store/turn-store.js';
-import { embeddingTagger } from './tags/embedding-tagger.js';
-import { keywordTagger } from './tags/keyword-tagger.js';
-import { llmTagger } from './tags/llm-tagger.js';
-import { type Canonicalizer, createCanonicalizer } from './tags/tag-canonicalizer.js';
-import { type TagIndex, createTagIndex } from './tags/tag-index.js';
-import type { TagRules } from './tags/tag-rules.js';
-import { type TagStore, createTagStore } from './tags/tag-store.js';
-import { type ThingJudge, createThingJudge } from './tags/thing-tags.js';
-import { createTokenizer } from './tokens/tokenizer.js';
-import type { CompactionReport, LlmProvider, StorageDriver, Summary, Tagger, Tokenizer } from './types.js';
+import { topicsHint } from '../assembly/topics-hint.js';
+import { type ImportanceStore, createImportanceStore } from '../store/importance-store.js';
+import { type TurnStore, createTurnStore } from '../store/turn-store.js';
+import { embeddingTagger } from '../tags/embedding-tagger.js';
+import { keywordTagger } from '../tags/keyword-tagger.js';
+import { llmTagger } from '../tags/llm-tagger.js';
+import { type Canonicalizer, createCanonicalizer } from '../tags/tag-canonicalizer.js';
+import { type TagIndex, createTagIndex } from '../tags/tag-index.js';
+import type { TagRules } from '../tags/tag-rules.js';
+import { type TagStore, createTagStore } from '../tags/tag-store.js';
+import { type ThingJudge, createThingJudge } from '../tags/thing-tags.js';
+import { createTokenizer } from '../tokens/tokenizer.js';
+import type { CompactionReport, LlmProvider, StorageDriver, Summary, Tagger, Tokenizer } from '../contracts/types.js';
 
 const HINT_EVERY = 16;
 

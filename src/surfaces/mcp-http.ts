@@ -7,7 +7,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { PagewiseError } from './errors.js';
+import { PagewiseError } from '../contracts/errors.js';
 
 export interface McpHttpOptions {
   /** Port to listen on; 0 (default) picks a free one. */

@@ -1,8 +1,8 @@
-import { isPagewiseError, PagewiseError } from './errors.js';
-import { describe, isWellFormed } from './messages.js';
-import { encodingForModel } from './tokens/tokenizer.js';
-import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
-import type { EncodingName, LlmOptions, LlmProvider, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from './types.js';
+import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
+import { describe, isWellFormed } from '../common/messages.js';
+import { encodingForModel } from '../tokens/tokenizer.js';
+import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from '../contracts/types-embed.js';
+import type { EncodingName, LlmOptions, LlmProvider, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from '../contracts/types.js';
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {

@@ -1,22 +1,22 @@
-import { createBackground } from './background.js';
+import { createBackground } from '../common/background.js';
 import { dataApi } from './data-control.js';
-import { createSemantic, makeEmbedder } from './embed/semantic.js';
-import { hierarchyApi } from './engine-hierarchy.js';
-import { inboundApi } from './engine-inbound.js';
-import { inspectionApi } from './engine-inspection.js';
-import { createBackgroundJobs, createEngineCompactor, createEngineTagIndex, createHints, createStores, lazyTokenizer } from './engine-parts.js';
-import { createEngineQueue } from './engine-queue.js';
-import { gateBatches, makeLlm, openStorage } from './engine-support.js';
-import { turnCompleteApi } from './engine-turn.js';
-import { PagewiseError } from './errors.js';
-import type { Memory } from './memory.js';
+import { createSemantic, makeEmbedder } from '../embed/semantic.js';
+import { hierarchyApi } from './hierarchy.js';
+import { inboundApi } from './inbound.js';
+import { inspectionApi } from './inspection.js';
+import { createBackgroundJobs, createEngineCompactor, createEngineTagIndex, createHints, createStores, lazyTokenizer } from './parts.js';
+import { createEngineQueue } from './queue.js';
+import { gateBatches, makeLlm, openStorage } from './support.js';
+import { turnCompleteApi } from './turn.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Memory } from '../contracts/memory.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
 import { schedulerModeOf } from './scheduler.js';
-import { migrate } from './store/schema.js';
-import { createTagRules } from './tags/tag-rules.js';
-import type { CompactionReport, MemoryOptions, StorageDriver } from './types.js';
+import { migrate } from '../store/schema.js';
+import { createTagRules } from '../tags/tag-rules.js';
+import type { CompactionReport, MemoryOptions, StorageDriver } from '../contracts/types.js';
 
-export type { Memory } from './memory.js';
+export type { Memory } from '../contracts/memory.js';
 
 const MODULE = 'engine';
 
@@ -48,7 +48,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const background = createBackground();
   const reports: CompactionReport[] = [];
   const semantic = createSemantic({
-    driver, embedder: makeEmbedder(opts, opts.onModelProgress), implicit: opts.embedderImplicit, threshold: opts.similarityThreshold,
+    driver, embedder: makeEmbedder(opts.embedder, opts.onModelProgress), implicit: opts.embedderImplicit, threshold: opts.similarityThreshold,
     background, serial: (fn, conversationId) => keyed(conversationId)(fn), onProgress: opts.onEmbeddingProgress,
   });
   if (opts.preloadEmbedder) semantic.warm();

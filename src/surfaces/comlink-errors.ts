@@ -1,5 +1,5 @@
 import { transferHandlers } from 'comlink';
-import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './errors.js';
+import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
 
 interface SerializedError {
   name: string;

@@ -1,10 +1,10 @@
 // The two wire protocols the proxy speaks (OpenAI chat completions, Anthropic messages), to and from pagewise's
 // messages. Request bodies are caller input: every shape is checked, and a malformed one is a typed error (a 400),
 // never a TypeError.
-import { PagewiseError } from './errors.js';
-import { describe } from './messages.js';
-import { readSse } from './text/sse.js';
-import type { ChatMessage, ToolCall } from './types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { describe } from '../common/messages.js';
+import { readSse } from '../text/sse.js';
+import type { ChatMessage, ToolCall } from '../contracts/types.js';
 
 const MODULE = 'proxy';
 type Json = Record<string, unknown>;

@@ -1,5 +1,5 @@
-import type { Memory } from './engine.js';
-import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RemoteEmbeddingOptions, TransformersOptions } from './types.js';
+import type { Memory } from '../contracts/memory.js';
+import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RemoteEmbeddingOptions, TransformersOptions } from '../contracts/types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {

@@ -1,11 +1,11 @@
 // memoryProxy: a drop-in OpenAI-compatible (and Anthropic) endpoint with memory. A fetch handler: Cloudflare Workers,
 // Deno, Bun, Node's fetch servers. A memory is personal data: the proxy serves no caller it cannot name.
-import type { Memory } from './engine.js';
-import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from './errors.js';
-import { validateConversationId } from './messages.js';
-import { redact } from './text/redact.js';
+import type { Memory } from '../contracts/memory.js';
+import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
+import { validateConversationId } from '../common/messages.js';
+import { redact } from '../text/redact.js';
 import { collectStream, fromAnthropic, fromOpenAi, openAiReply, anthropicReply, textOf, toAnthropic, toOpenAi } from './proxy-protocols.js';
-import type { AssembledContext, ChatMessage } from './types.js';
+import type { AssembledContext, ChatMessage } from '../contracts/types.js';
 
 /** Where requests go on: the provider's base URL and key (from bindings or secrets; never sent to the client). */
 export interface UpstreamOptions {

@@ -1,21 +1,21 @@
 // onTurnComplete: after the response, what is new of the turn is stored (verbatim, once), indexed, queued for its
 // vectors, and compacted when the conversation is over a threshold.
-import type { Background } from './background.js';
-import type { Atomic, Compactor } from './compaction/compactor.js';
-import type { Semantic } from './embed/semantic.js';
-import type { BackgroundJobs, Hints, Stores } from './engine-parts.js';
-import type { EngineQueue } from './engine-queue.js';
-import { checkObject, newTurns } from './engine-support.js';
-import { PagewiseError } from './errors.js';
-import type { Memory } from './memory.js';
-import { contentHash, describe, messageText, readArray, validateConversationId, validateMessage } from './messages.js';
+import type { Background } from '../common/background.js';
+import type { Atomic, Compactor } from '../compaction/compactor.js';
+import type { Semantic } from '../embed/semantic.js';
+import type { BackgroundJobs, Hints, Stores } from './parts.js';
+import type { EngineQueue } from './queue.js';
+import { checkObject, newTurns } from './support.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Memory } from '../contracts/memory.js';
+import { contentHash, describe, messageText, readArray, validateConversationId, validateMessage } from '../common/messages.js';
 import type { ResolvedOptions } from './options.js';
-import { warmDateParser } from './retrieval/intent.js';
-import { storedOverlap } from './store/reconcile.js';
-import type { NewTurn } from './store/turn-store.js';
-import type { TagIndex } from './tags/tag-index.js';
-import { countCacheKey } from './tokens/chat-format.js';
-import type { ChatMessage, CompactionReport, Tokenizer, TurnReport } from './types.js';
+import { warmDateParser } from '../retrieval/intent.js';
+import { storedOverlap } from '../store/reconcile.js';
+import type { NewTurn } from '../store/turn-store.js';
+import type { TagIndex } from '../tags/tag-index.js';
+import { countCacheKey } from '../tokens/chat-format.js';
+import type { ChatMessage, CompactionReport, Tokenizer, TurnReport } from '../contracts/types.js';
 
 const MODULE = 'engine';
 

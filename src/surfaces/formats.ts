@@ -1,6 +1,6 @@
 // Conversation files pagewise can import (the CLI's `import` and `replay`, the bench): LoCoMo, LongMemEval and
 // OpenAI-style JSONL chat logs, each as conversations of message batches with their questions, when the file has any.
-import type { ChatMessage } from './types.js';
+import type { ChatMessage } from '../contracts/types.js';
 
 /** A question of a benchmark file, with the ids of the turns that answer it. */
 export interface ImportedQuestion {

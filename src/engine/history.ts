@@ -1,8 +1,11 @@
-import type { HistoryItem } from './assembly/assembler.js';
-import { contentHash, messageText, validateMessage } from './messages.js';
-import { type TurnRecord, type TurnStore, turnMessage } from './store/turn-store.js';
-import { TOKENS_PER_MESSAGE, countCacheKey, messageTokens } from './tokens/chat-format.js';
-import type { ChatMessage, Tokenizer } from './types.js';
+import type { HistoryItem } from '../assembly/assembler.js';
+import { contentHash, messageText, validateMessage } from '../common/messages.js';
+import { type TurnRecord, type TurnStore, turnMessage } from '../store/turn-store.js';
+import { TOKENS_PER_MESSAGE, countCacheKey, messageTokens } from '../tokens/chat-format.js';
+import type { ChatMessage, Tokenizer } from '../contracts/types.js';
+import { prefixLength, storedTextTokens } from '../store/stored-tokens.js';
+
+export { prefixLength, storedTextTokens } from '../store/stored-tokens.js';
 
 // Pages of stored history grow from FIRST_PAGE to MAX_PAGE: most questions need only the last few dozen turns.
 const FIRST_PAGE = 32;
@@ -14,28 +17,6 @@ export interface HistoryView {
   history: HistoryItem[];
   /** Whether `history` reaches back to the start of the conversation (or to the compaction watermark). */
   complete: boolean;
-}
-
-/** How many leading messages are system messages: the prefix, always sent and never compacted. */
-export function prefixLength(roles: readonly { role: string }[]): number {
-  let n = 0;
-  while (n < roles.length && roles[n]!.role === 'system') n++;
-  return n;
-}
-
-/** Token counts of stored turns' text, from the cache, counting (and caching) the ones missing. */
-export async function storedTextTokens(store: TurnStore, tokenizer: Tokenizer, turns: readonly TurnRecord[]): Promise<Map<number, number>> {
-  const key = countCacheKey(tokenizer);
-  const counts = key === null ? new Map<number, number>() : await store.tokenCounts(turns.map((t) => t.rowid), key);
-  const missing = new Map<number, number>();
-  for (const t of turns) {
-    if (!counts.has(t.rowid)) missing.set(t.rowid, tokenizer.count(t.text));
-  }
-  if (missing.size > 0) {
-    if (key !== null) await store.saveTokenCounts(missing, key);
-    for (const [k, v] of missing) counts.set(k, v);
-  }
-  return counts;
 }
 
 function storedItem(t: TurnRecord, textTokens: number, tokenizer: Tokenizer): HistoryItem {

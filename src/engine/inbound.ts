@@ -1,25 +1,25 @@
 // onMessageInbound: before the LLM request, the question is analyzed (tags, words, its vector), the history that fits
 // is chosen, memory is recalled and the context assembled; then what was used is recorded.
-import { type HistoryItem, type SummaryCandidate, assemble } from './assembly/assembler.js';
-import { stemsOf } from './assembly/passages.js';
-import { summaryPlan } from './assembly/summary-plan.js';
-import { workingView } from './assembly/working-view.js';
-import type { QueryVector, Semantic } from './embed/semantic.js';
-import type { BackgroundJobs, Hints, Stores } from './engine-parts.js';
-import type { EngineQueue } from './engine-queue.js';
-import { checkObject } from './engine-support.js';
-import { PagewiseError } from './errors.js';
+import { type HistoryItem, type SummaryCandidate, assemble } from '../assembly/assembler.js';
+import { stemsOf } from '../assembly/passages.js';
+import { summaryPlan } from '../assembly/summary-plan.js';
+import { workingView } from '../assembly/working-view.js';
+import type { QueryVector, Semantic } from '../embed/semantic.js';
+import type { BackgroundJobs, Hints, Stores } from './parts.js';
+import type { EngineQueue } from './queue.js';
+import { checkObject } from './support.js';
+import { PagewiseError } from '../contracts/errors.js';
 import { type HistoryView, callerHistory, itemFor, storedHistory } from './history.js';
-import type { Memory } from './memory.js';
-import { describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from './messages.js';
+import type { Memory } from '../contracts/memory.js';
+import { describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
 import type { ResolvedOptions } from './options.js';
-import { sampleBroad } from './retrieval/broad.js';
-import { type QueryAnalysis, analyzeQuery } from './retrieval/query.js';
-import { type RecallBlock, type RecallResult, recall } from './retrieval/retriever.js';
-import type { TagIndex } from './tags/tag-index.js';
-import type { TagRules } from './tags/tag-rules.js';
-import { TOKENS_PER_REQUEST } from './tokens/chat-format.js';
-import type { AssembledContext, ChatMessage, Tokenizer } from './types.js';
+import { sampleBroad } from '../retrieval/broad.js';
+import { type QueryAnalysis, analyzeQuery } from '../retrieval/query.js';
+import { type RecallBlock, type RecallResult, recall } from '../retrieval/retriever.js';
+import type { TagIndex } from '../tags/tag-index.js';
+import type { TagRules } from '../tags/tag-rules.js';
+import { TOKENS_PER_REQUEST } from '../tokens/chat-format.js';
+import type { AssembledContext, ChatMessage, Tokenizer } from '../contracts/types.js';
 
 const MODULE = 'engine';
 const RECALL_HITS = 16;

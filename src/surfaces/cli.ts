@@ -3,15 +3,15 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createMemory, type Memory } from './engine.js';
-import { isPagewiseError, PagewiseError } from './errors.js';
+import { createMemory, type Memory } from '../engine/engine.js';
+import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
 import { type ImportedConversation, parseConversationFile } from './formats.js';
-import { renderContext, renderJson } from './assembly/render.js';
-import { useJsTiktoken } from './tokens/js-tiktoken.js';
-import { resolveOptions } from './options.js';
-import { fileStorage } from './storage/node-file.js';
-import type { ExportData } from './data-control.js';
-import type { MemoryOptions } from './types.js';
+import { renderContext, renderJson } from '../assembly/render.js';
+import { useJsTiktoken } from '../tokens/js-tiktoken.js';
+import { resolveOptions } from '../engine/options.js';
+import { fileStorage } from '../storage/node-file.js';
+import type { ExportData } from '../contracts/types-data.js';
+import type { MemoryOptions } from '../contracts/types.js';
 import type { McpHttpOptions } from './mcp-http.js';
 
 const USAGE = `pagewise <command> [options]
