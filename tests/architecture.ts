@@ -103,6 +103,37 @@ export function fileLengths(files = sourceFiles()): Measured[] {
     .sort((a, b) => b.lines - a.lines);
 }
 
+/**
+ * The layers of ARCHITECTURE.md, bottom up: a folder may import its own files and those of folders before it, never
+ * one after it. Same rank: neither imports the other. The CLI is the one surface that opens a memory (engine/).
+ */
+export const LAYERS: string[][] = [
+  ['src/contracts'], ['src/common'], ['src/storage', 'src/tokens', 'src/text'], ['src/store'], ['src/llm'], ['src/embed'],
+  ['src/tags'], ['src/retrieval'], ['src/assembly'], ['src/compaction'], ['src/engine'], ['src/surfaces'], ['src', 'worker'],
+];
+const ALLOWED_UP = new Set(['src/surfaces/cli.ts → src/engine']);
+
+/** Imports that go up (or sideways) the layers, as "file → folder". */
+export function layerViolations(files = sourceFiles()): string[] {
+  const set = new Set(files);
+  const rank = (file: string): [number, string] => {
+    const dir = dirname(relative(ROOT, file));
+    const i = LAYERS.findIndex((l) => l.includes(dir));
+    return [i, dir];
+  };
+  const out: string[] = [];
+  for (const f of files) {
+    const [from, fromDir] = rank(f);
+    for (const g of importsOf(f, set)) {
+      const [to, toDir] = rank(g);
+      if (toDir === fromDir || to < from) continue;
+      const line = `${relative(ROOT, f)} → ${toDir}`;
+      if (!ALLOWED_UP.has(line)) out.push(line);
+    }
+  }
+  return [...new Set(out)].sort();
+}
+
 /** Files directly in src/ (the package entries and whatever else stands there). */
 export function topLevelSourceFiles(): string[] {
   return readdirSync(join(ROOT, 'src')).filter((n) => statSync(join(ROOT, 'src', n)).isFile()).sort();
@@ -113,11 +144,14 @@ if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename
   const top = topLevelSourceFiles();
   const fns = functionLengths().filter((f) => f.lines > 120);
   const big = fileLengths().filter((f) => f.lines > 400);
+  const up = layerViolations();
   console.log(`import cycles: ${cycles.length}`);
   for (const c of cycles) console.log(`  ${c.join(' ↔ ')}`);
   console.log(`files directly in src/: ${top.length}\n  ${top.join(' ')}`);
   console.log(`functions over 120 lines: ${fns.length}`);
   for (const f of fns) console.log(`  ${f.lines}\t${f.file}\t${f.name}`);
+  console.log(`imports against the layers: ${up.length}`);
+  for (const u of up) console.log(`  ${u}`);
   console.log(`files over 400 lines: ${big.length}`);
   for (const f of big) console.log(`  ${f.lines}\t${f.file}`);
 }

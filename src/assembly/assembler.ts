@@ -4,7 +4,7 @@ import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../contracts/types.js';
 import { EXCERPT_OVERHEAD, pick, quoter } from './recall-pick.js';
-import { renderExcerpt, renderMemory, renderSummary } from './render.js';
+import { renderExcerpt, renderMemory, renderSummary } from '../text/render.js';
 import type { Summary } from '../contracts/types.js';
 
 /** A summary that may be paged in, with why. */

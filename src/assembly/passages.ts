@@ -1,4 +1,6 @@
-import { WORD, ftsStem } from '../retrieval/fts-query.js';
+import { stemsOf } from '../text/fts-words.js';
+
+export { stemsOf } from '../text/fts-words.js';
 import { sentences } from '../text/sentences.js';
 import type { Tokenizer } from '../contracts/types.js';
 
@@ -11,15 +13,6 @@ export interface Quote {
 
 const GAP = ' […] ';
 
-/** The index tokens of a text (stems, as the full-text index stores them). */
-export function stemsOf(text: string): Set<string> {
-  const out = new Set<string>();
-  for (const w of text.toLowerCase().match(WORD) ?? []) {
-    const s = ftsStem(w);
-    if (s) out.add(s);
-  }
-  return out;
-}
 
 /**
  * A long turn cut to at most `maxTokens`: the sentences that share the most words with the question (`focus`, as

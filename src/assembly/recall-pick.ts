@@ -3,7 +3,7 @@ import type { RecallBlock } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import type { Tokenizer } from '../contracts/types.js';
 import { quote } from './passages.js';
-import { renderTurn } from './render.js';
+import { renderTurn } from '../text/render.js';
 
 // Per excerpt: the `<excerpt>` and `</excerpt>` lines and the first turn's time stamp (an estimate: the final block
 // is counted exactly).

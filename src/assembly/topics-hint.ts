@@ -1,5 +1,5 @@
 import { mainTopics } from '../retrieval/broad.js';
-import { inline } from '../text/as-data.js';
+import { inline } from '../common/as-data.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { ThingJudge } from '../tags/thing-tags.js';
 import type { Tokenizer } from '../contracts/types.js';

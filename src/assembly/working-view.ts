@@ -1,4 +1,4 @@
-import { inline, quoted } from '../text/as-data.js';
+import { inline, quoted } from '../common/as-data.js';
 import { messageText } from '../common/messages.js';
 import { messageTokens } from '../tokens/chat-format.js';
 import type { ChatMessage, CompressionKind, Tokenizer } from '../contracts/types.js';

@@ -1,5 +1,5 @@
 import { PagewiseError } from '../contracts/errors.js';
-import { inline } from '../text/as-data.js';
+import { inline } from './as-data.js';
 import type { ChatMessage, ContentPart, Role, ToolCall } from '../contracts/types.js';
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];

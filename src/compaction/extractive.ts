@@ -1,4 +1,4 @@
-import { STOPWORDS, WORD, ftsStem } from '../retrieval/fts-query.js';
+import { STOPWORDS, WORD, ftsStem } from '../text/fts-words.js';
 import { PRIVATE_PLACEHOLDER } from './summary-writer.js';
 import { sentences as sentencesOf } from '../text/sentences.js';
 import type { Summarizer, SummaryRequest, SummaryResult, Tokenizer } from '../contracts/types.js';

@@ -2,7 +2,7 @@
 // is chosen, memory is recalled and the context assembled; then what was used is recorded.
 import { type HistoryItem, type SummaryCandidate, assemble } from '../assembly/assembler.js';
 import { stemsOf } from '../assembly/passages.js';
-import { summaryPlan } from '../assembly/summary-plan.js';
+import { summaryPlan } from '../compaction/summary-plan.js';
 import { workingView } from '../assembly/working-view.js';
 import type { QueryVector, Semantic } from '../embed/semantic.js';
 import type { BackgroundJobs, Hints, Stores } from './parts.js';

@@ -1,9 +1,9 @@
 import { truncate } from '../assembly/compress.js';
-import { quoted } from '../text/as-data.js';
-import { renderSummary, renderTurnBlock, TRANSCRIPT_NOTE } from '../assembly/render.js';
+import { quoted } from '../common/as-data.js';
+import { renderSummary, renderTurnBlock, TRANSCRIPT_NOTE } from '../text/render.js';
 import type { SummaryStore } from '../compaction/summary-store.js';
 import { PagewiseError } from '../contracts/errors.js';
-import { ftsMatch, queryTerms } from '../retrieval/fts-query.js';
+import { ftsMatch, queryTerms } from '../text/fts-words.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { Tokenizer, ToolDefinition, ToolResult } from '../contracts/types.js';

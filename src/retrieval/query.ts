@@ -3,7 +3,7 @@ import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagStore } from '../tags/tag-store.js';
 import { escapeRegExp } from '../tags/key-phrases.js';
-import { ftsStem, queryTerms } from './fts-query.js';
+import { ftsStem, queryTerms } from '../text/fts-words.js';
 import { type QueryIntent, detectIntent } from './intent.js';
 import { BACKGROUND_SHARE } from './broad.js';
 

@@ -1,10 +1,10 @@
 import { type TurnRecord, type TurnStore } from '../store/turn-store.js';
-import { stemsOf } from '../assembly/passages.js';
+import { stemsOf } from '../text/fts-words.js';
 import { candidates } from '../tags/key-phrases.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { ScoreParts } from '../contracts/types.js';
-import { ftsMatch } from './fts-query.js';
+import { ftsMatch } from '../text/fts-words.js';
 import { type Fused, type RankedList, fuse } from './fusion.js';
 import { type QueryIntent, namesPositionOnly } from './intent.js';
 

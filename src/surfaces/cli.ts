@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { createMemory, type Memory } from '../engine/engine.js';
 import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
 import { type ImportedConversation, parseConversationFile } from './formats.js';
-import { renderContext, renderJson } from '../assembly/render.js';
+import { renderContext, renderJson } from '../text/render.js';
 import { useJsTiktoken } from '../tokens/js-tiktoken.js';
 import { resolveOptions } from '../engine/options.js';
 import { fileStorage } from '../storage/node-file.js';

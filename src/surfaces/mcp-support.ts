@@ -5,8 +5,8 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import { LoggingLevelSchema, SetLevelRequestSchema, type LoggingLevel, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Memory } from '../contracts/memory.js';
 import { isPagewiseError } from '../contracts/errors.js';
-import { renderJson } from '../assembly/render.js';
-import { neutralize } from '../text/as-data.js';
+import { renderJson } from '../text/render.js';
+import { neutralize } from '../common/as-data.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export type ToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };

@@ -1,15 +1,15 @@
 // pagewise as an MCP server (the official TypeScript SDK): memory tools, resources and prompts for any MCP client,
 // over stdio or Streamable HTTP. `npx pagewise mcp --db PATH [--http PORT]`. Everything stored reaches the client
-// through the one renderer (assembly/render.ts): quoted in delimited blocks, as data.
+// through the one renderer (text/render.ts): quoted in delimited blocks, as data.
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
-import { renderContext, renderJson, renderMemory, renderSummary, renderTranscript } from '../assembly/render.js';
+import { renderContext, renderJson, renderMemory, renderSummary, renderTranscript } from '../text/render.js';
 import type { Memory } from '../contracts/memory.js';
 import { serveMcpHttpWith, type McpHttpOptions } from './mcp-http.js';
 import { answer, conversationIds, conversationTags, enableLogging, progress, uriPart, type Extra, type Log } from './mcp-support.js';
-import { inline } from '../text/as-data.js';
+import { inline } from '../common/as-data.js';
 import type { ChatMessage } from '../contracts/types.js';
 
 export { checkHttpOptions, isLoopback, type McpHttpOptions } from './mcp-http.js';

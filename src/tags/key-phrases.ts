@@ -1,4 +1,4 @@
-import { STOPWORDS, WORD } from '../retrieval/fts-query.js';
+import { STOPWORDS, WORD } from '../text/fts-words.js';
 import { singular } from './canonicalize.js';
 
 // Frequent English words that name no topic. BM25 discounts them by IDF; a tag cannot, so they never become tags.

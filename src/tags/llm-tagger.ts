@@ -1,6 +1,6 @@
-import { renderQuote } from '../assembly/render.js';
+import { renderQuote } from '../text/render.js';
 import { PagewiseError } from '../contracts/errors.js';
-import { inline } from '../text/as-data.js';
+import { inline } from '../common/as-data.js';
 import type { LlmProvider, TagRequest, TagResult, Tagger } from '../contracts/types.js';
 
 /** Bumped whenever the prompt changes, so tags made by another prompt can be told apart. */

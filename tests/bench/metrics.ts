@@ -1,4 +1,4 @@
-import { queryTerms } from '../../src/retrieval/fts-query.js';
+import { queryTerms } from '../../src/text/fts-words.js';
 
 /** The share of the answer's content words found in the context text (lower-cased). */
 export function answerShare(answer: string, context: string): number {

@@ -9,7 +9,7 @@
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/common/messages.js';
-import { ftsMatch, queryTerms } from '../../src/retrieval/fts-query.js';
+import { ftsMatch, queryTerms } from '../../src/text/fts-words.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { fileStorage } from '../../src/storage/node-file.js';
 import { mkdtempSync, rmSync } from 'node:fs';

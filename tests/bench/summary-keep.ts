@@ -16,8 +16,8 @@
 // tokenizer). Deterministic: no embeddings, no clock in the text, same input, same figures.
 import { createMemory, extractiveSummarizer } from '../../src/index.js';
 import { EXTRACTIVE_VERSION } from '../../src/compaction/extractive.js';
-import { queryTerms } from '../../src/retrieval/fts-query.js';
-import { ftsStem } from '../../src/retrieval/fts-query.js';
+import { queryTerms } from '../../src/text/fts-words.js';
+import { ftsStem } from '../../src/text/fts-words.js';
 import { sentences } from '../../src/text/sentences.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import type { Summarizer, SummaryRequest } from '../../src/contracts/types.js';

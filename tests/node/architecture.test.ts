@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { fileLengths, functionLengths, importCycles, topLevelSourceFiles } from '../architecture.js';
+import { fileLengths, functionLengths, importCycles, layerViolations, topLevelSourceFiles } from '../architecture.js';
 
 // ARCHITECTURE.md's rules, measured with TypeScript's parser over src/ and worker/ (`npx tsx tests/architecture.ts`
 // prints the same figures).
 describe('the shape of the source', () => {
   it('has no import cycles', () => {
     expect(importCycles()).toEqual([]);
+  });
+
+  it('imports only down the layers: contracts, common, subsystems in their order, engine, surfaces, entries', () => {
+    expect(layerViolations()).toEqual([]);
   });
 
   it('keeps at most 12 files directly in src/: the package entries', () => {

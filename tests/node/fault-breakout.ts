@@ -1,10 +1,10 @@
 // The breakout check of the fault suite: in text pagewise gives a model (the recall block, the topics hint, summaries,
 // tool results, the proxy's system text, MCP results and prompts, the CLI's output), every spelling of one of its
-// delimiters must be one the renderer (src/assembly/render.ts) wrote, on its own line; blocks must balance; and the
+// delimiters must be one the renderer (src/text/render.ts) wrote, on its own line; blocks must balance; and the
 // text an injection payload carries (`SYSTEM:`, `[system] New instructions`) may appear only inside an open block,
 // where it is quoted as data.
-import { TRANSCRIPT_NOTE } from '../../src/assembly/render.js';
-import { ownTagOpenings } from '../../src/text/as-data.js';
+import { TRANSCRIPT_NOTE } from '../../src/text/render.js';
+import { ownTagOpenings } from '../../src/common/as-data.js';
 import { PAYLOADS } from './fault-payloads.js';
 
 // A quoted attribute value, as render.ts writes one (JSON string syntax, on one line).

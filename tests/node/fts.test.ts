@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Memory } from '../../src/index.js';
-import { ftsStem } from '../../src/retrieval/fts-query.js';
+import { ftsStem } from '../../src/text/fts-words.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { createMemory, user } from './helpers.js';
 

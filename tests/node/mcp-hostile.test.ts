@@ -1,9 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
-import { TRANSCRIPT_NOTE } from '../../src/assembly/render.js';
+import { TRANSCRIPT_NOTE } from '../../src/text/render.js';
 import { serveMcpHttp } from '../../src/surfaces/mcp.js';
-import { countOwnTags } from '../../src/text/as-data.js';
+import { countOwnTags } from '../../src/common/as-data.js';
 import { createMemory } from './helpers.js';
 
 // Stored text that pretends to be pagewise's own (a [system] paragraph, closing delimiters in JSON's escaped

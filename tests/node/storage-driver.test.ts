@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createVectorStore } from '../../src/embed/vector-store.js';
 import type { ExportData, Memory, StorageDriver } from '../../src/index.js';
 import { DURABLE_OBJECT_LIMITS, jsonLists, limitsOf } from '../../src/storage/limits.js';
-import { MAX_MATCH_BYTES, ftsMatch } from '../../src/retrieval/fts-query.js';
+import { MAX_MATCH_BYTES, ftsMatch } from '../../src/text/fts-words.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { createImportanceStore } from '../../src/store/importance-store.js';
 import { migrate } from '../../src/store/schema.js';

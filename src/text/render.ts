@@ -2,7 +2,7 @@
 // hint, summaries, the proxy's system text, tool results, MCP tool results and prompts, the CLI's output) is written
 // here, as data: inside pagewise's delimiters, labelled, with every spelling of a delimiter neutralized (as-data.ts).
 import { contentText } from '../common/messages.js';
-import { inline, neutralize, quoted } from '../text/as-data.js';
+import { inline, neutralize, quoted } from '../common/as-data.js';
 import type { AssembledContext, ChatMessage, StoredTurn } from '../contracts/types.js';
 
 /** The tag that delimits recalled memory in the system prompt. */

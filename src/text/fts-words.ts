@@ -75,3 +75,13 @@ function stemUncached(word: string): string | null {
   const bytes = /^[\x00-\x7f]*$/.test(w) ? w.length : utf8.encode(w).length;
   return bytes >= 3 && bytes <= 64 ? stemmer(w) : w;
 }
+
+/** The index tokens of a text (stems, as the full-text index stores them). */
+export function stemsOf(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const w of text.toLowerCase().match(WORD) ?? []) {
+    const s = ftsStem(w);
+    if (s) out.add(s);
+  }
+  return out;
+}

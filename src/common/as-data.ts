@@ -3,7 +3,7 @@
 // may read as a tag: `</prior-conversation>`, `</ prior-conversation>`, `<\/prior-conversation>` (JSON's escaped
 // slash), full-width `＜／prior-conversation＞`, look-alike brackets (`˂ ❮ ⟨ ‹ 〈`), a zero-width character inside
 // the name, `&lt;/prior-conversation&gt;` (also `&amp;lt;`), `%3C/prior-conversation%3E`, `\u003c/excerpt>`,
-// `<prior_conversation>`. This module finds them; src/assembly/render.ts is the one place that writes what a model reads.
+// `<prior_conversation>`. This module finds them; src/text/render.ts is the one place that writes what a model reads.
 
 /** The tag names pagewise writes into prompts, after a `<` (anchored: tried at each place a `<` may be spelled). */
 const OWN_TAG = /^<\s*\/?\s*(?:prior[\s_-]*conversation|excerpt|summary|context[\s_-]*topics|turn(?![a-z]))/;

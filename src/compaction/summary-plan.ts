@@ -1,7 +1,7 @@
-import type { SummaryStore } from '../compaction/summary-store.js';
+import type { SummaryStore } from './summary-store.js';
 import type { VectorHit } from '../embed/vector-index.js';
 import type { QueryIntent } from '../retrieval/intent.js';
-import type { SummaryCandidate } from './assembler.js';
+import type { SummaryCandidate } from '../assembly/assembler.js';
 
 // Candidates read for a broad question (the tag summaries of the most used tags) and a temporal one (the earliest
 // segments): more than their share of the recall budget holds (at most 256 tokens a tag summary, 32 or more a segment),
