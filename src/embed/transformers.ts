@@ -59,8 +59,8 @@ async function missingPackages(shipped: boolean): Promise<string[]> {
 function missingError(missing: string[], model: string, shipped: boolean): PagewiseError {
   const who = shipped ? `the default embedder (${DEFAULT_MODEL}, offline)` : `the transformers.js embedder ("${model}")`;
   const error = new PagewiseError('EMBEDDING_ERROR', MODULE, `${who} needs ${missing.join(' and ')}, not installed here: `
-    + `npm install ${missing.join(' ')} (optional packages of pagewise; ONNXRUNTIME_NODE_INSTALL=skip keeps onnxruntime-node `
-    + 'from downloading CUDA files at install). Until then retrieval uses tags + BM25; `embedder: false` turns embedding off.');
+    + `npm install ${missing.join(' ')} (optional packages of pagewise; to keep onnxruntime-node from downloading CUDA files at `
+    + 'install, set "allowScripts": { "onnxruntime-node": false } in your package.json, or ONNXRUNTIME_NODE_INSTALL=skip). Until then retrieval uses tags + BM25; `embedder: false` turns embedding off.');
   return Object.assign(error, { missingPackages: missing });
 }
 
