@@ -7,8 +7,12 @@ import type { Embedder } from '../../src/contracts/types.js';
 
 const DIR = new URL('../../node_modules/.cache/pagewise-bench/', import.meta.url);
 
-export function cachedEmbedder(inner: Embedder): Embedder & { save(): void } {
-  const file = new URL(`${inner.modelId.replace(/[^\w.@-]+/g, '_')}.bin`, DIR);
+/**
+ * `version` names the model's bytes (the shipped model's hash): a rebuilt model with the same id must not read the
+ * vectors its predecessor wrote.
+ */
+export function cachedEmbedder(inner: Embedder, version = ''): Embedder & { save(): void } {
+  const file = new URL(`${inner.modelId.replace(/[^\w.@-]+/g, '_')}${version ? `-${version}` : ''}.bin`, DIR);
   const cache = new Map<string, Float32Array>();
   const load = () => {
     if (cache.size > 0 || !existsSync(file)) return;

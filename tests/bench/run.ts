@@ -12,7 +12,7 @@ import { messageText } from '../../src/common/messages.js';
 import { ftsMatch, queryTerms } from '../../src/text/fts-words.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { fileStorage } from '../../src/storage/node-file.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTurnStore } from '../../src/store/turn-store.js';
@@ -34,7 +34,9 @@ import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const only = new Set((args.get('only') ?? 'tokenizers,locomo,realtalk,longmemeval,adversarial,synthetic,compaction,chat,embedding,vectors').split(','));
 const mode = args.get('embed') ?? 'live';
-const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' })) : { provider: 'transformers' as const };
+// The cache is keyed by the shipped model's bytes too (its SHA256SUMS line), so a rebuilt model starts a new cache.
+const modelVersion = () => /^(\w{12})\S*\s+\S*model_quantized\.onnx$/m.exec(readFileSync(new URL('../../packages/model-all-minilm-l6-v2/SHA256SUMS', import.meta.url), 'utf8'))?.[1] ?? '';
+const embedder = mode === 'off' ? false : mode === 'cached' ? cachedEmbedder(transformersEmbedder({ provider: 'transformers' }), modelVersion()) : { provider: 'transformers' as const };
 // A cached embedder is an Embedder object: it must know its width before createMemory checks it.
 if (embedder && 'load' in embedder) await embedder.load?.();
 const embedderName = mode === 'off' ? 'off' : `all-MiniLM-L6-v2 8-bit${mode === 'cached' ? ' (stored vectors cached)' : ', live'}`;
