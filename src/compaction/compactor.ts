@@ -8,10 +8,8 @@ import { createSegmentPlanner } from './segment-plan.js';
 import { createSummaryWriter } from './summary-writer.js';
 import { createTagLayer } from './tag-layer.js';
 
-export type { Atomic, CompactionSettings, CompactorDeps } from './compactor-types.js';
-export type { Pressure } from './pressure.js';
-export { HARD_MS, HARD_TURNS } from './compaction-pass.js';
-export { YIELD_MS, YIELD_TURNS } from './pace.js';
+export type { Atomic, CompactionSettings } from './compactor-types.js';
+export { HARD_TURNS } from './compaction-pass.js';
 export { ROLLUP_TAGS } from './roll-up.js';
 export { PRIVATE_PLACEHOLDER } from './summary-writer.js';
 export { FOLD_SEGMENTS } from './tag-layer.js';

@@ -7,7 +7,7 @@ import { importApi } from './data-import.js';
 import { createRemoval, turnRows } from './data-rows.js';
 import type { DataDeps } from './data-types.js';
 
-export type { DataDeps, ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './data-types.js';
+export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './data-types.js';
 export { RETAG_ALL_TURNS } from './data-forget.js';
 
 /** The data-control side of the Memory API: forget, export, import, the database's bytes. */

@@ -1,11 +1,9 @@
 import type { HistoryItem } from '../assembly/assembler.js';
 import { contentHash, messageText, validateMessage } from '../common/messages.js';
 import { type TurnRecord, type TurnStore, turnMessage } from '../store/turn-store.js';
-import { TOKENS_PER_MESSAGE, countCacheKey, messageTokens } from '../tokens/chat-format.js';
+import { TOKENS_PER_MESSAGE, messageTokens } from '../tokens/chat-format.js';
 import type { ChatMessage, Tokenizer } from '../contracts/types.js';
 import { prefixLength, storedTextTokens } from '../store/stored-tokens.js';
-
-export { prefixLength, storedTextTokens } from '../store/stored-tokens.js';
 
 // Pages of stored history grow from FIRST_PAGE to MAX_PAGE: most questions need only the last few dozen turns.
 const FIRST_PAGE = 32;

@@ -4,7 +4,6 @@ import { type AliasSuggestion, createAliasSuggester } from './alias-suggestions.
 import { slug } from './canonicalize.js';
 import { autoAliasOf, createVocabularies } from './tag-vocabulary.js';
 import type { TagAlias, TagStore } from './tag-store.js';
-import type { AliasApi } from '../contracts/types-data.js';
 
 export type { AliasApi } from '../contracts/types-data.js';
 
