@@ -1,5 +1,6 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
 import type { AliasApi, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
+import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState } from './types-sync.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
@@ -64,6 +65,19 @@ export interface Memory {
   import(data: ExportData): Promise<ImportReport>;
   /** The SQLite database's bytes (a backup): open them with `sqliteWasm({ bytes })`. */
   exportDatabase(): Promise<Uint8Array>;
+  /**
+   * Brings this memory and `other` (another Memory — in-process, the worker client, a Durable Object stub — or
+   * `remoteMemory(url, { token })`) to the same turns in the same order: each gets the turns it lacks, forgets travel
+   * as tombstones, pins and manual aliases merge; private turns and derived data never move. Incremental and
+   * resumable: a sync stopped midway leaves both sides consistent and the next one goes on from there.
+   */
+  sync(other: SyncPeer, options?: SyncOptions): Promise<SyncReport>;
+  /** Sync's first step: this replica's id and how far it has read `peer` (for that conversation filter). */
+  syncState(peer: string, conversations?: string[]): Promise<SyncState>;
+  /** Sync's read: a batch of this replica's changes after the receiver's cursor, sized to `maxTurns` and `maxBytes`. */
+  syncChanges(request: SyncRequest): Promise<SyncBatch>;
+  /** Sync's write: applies another replica's batch in one transaction, with the cursor it reached. */
+  applySync(batch: SyncBatch): Promise<SyncApplied>;
   /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
   close(): Promise<void>;
 }

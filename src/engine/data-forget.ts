@@ -9,6 +9,7 @@ import { candidates } from '../tags/key-phrases.js';
 import type { UnitTags } from '../tags/tag-store.js';
 import { chunks, type TurnRecord } from '../store/turn-store.js';
 import type { Statement } from '../contracts/types.js';
+import type { SyncStore } from '../store/sync-store.js';
 
 const MODULE = 'data';
 
@@ -22,7 +23,7 @@ function invalid(path: string, message: string): never {
   throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
 }
 
-export type ForgetDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index' | 'serial' | 'settle' | 'rebuildLater'> & { remove: Remove };
+export type ForgetDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index' | 'serial' | 'settle' | 'rebuildLater'> & { remove: Remove; sync: SyncStore };
 
 export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<ForgetReport> } {
   const { driver, store } = d;
@@ -40,7 +41,13 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           // A shorter conversation is tagged again whole (exactly as if the turns had never been stored: the same
           // tags whatever chunks its turns were imported in); a longer one only where the forgotten turns were.
           const retag = whole || Number(left[0]?.n ?? 0) <= RETAG_ALL_TURNS ? undefined : await retagPlan(d, conversationId, rows);
-          const summaries = await d.remove(conversationId, rows, whole, retag);
+          // Tombstones for sync, in the same transaction: ids and hashes, never text. Forgetting the conversation
+          // ends its epoch (turns of it written elsewhere before they heard of this go too); forgetting messages
+          // names each.
+          const nowIso = new Date().toISOString();
+          const tombstones = o.messageIds === undefined && o.tag === undefined
+            ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(rows.map((r) => r.rowid), nowIso);
+          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones]);
           if (!whole) {
             await d.index.indexNew(conversationId, new Date().toISOString());
             d.rebuildLater(conversationId);

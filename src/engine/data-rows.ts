@@ -36,7 +36,13 @@ export async function storedConversation(store: TurnStore, value: unknown, path 
  * `retag`: the tag index's rewrite (a partial forget); without it, the conversation's tag index goes whole and is
  * rebuilt from what is left. Resolves with the number of summaries removed.
  */
-export type Remove = (conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[]) => Promise<number>;
+export type Remove = (conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra?: Statement[]) => Promise<number>;
+
+/** Keeps the highest row id a turn ever had (NEXT_ROWID never gives a removed one again: sync cursors read by it). */
+const KEEP_FLOOR: Statement = {
+  sql: `INSERT INTO pagewise_meta (key, value) VALUES ('turns:floor', (SELECT COALESCE(MAX(rowid), 0) FROM turns))
+        ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`,
+};
 
 export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>): Remove {
   const { driver } = d;
@@ -54,9 +60,10 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
     await driver.query('VACUUM');
   };
 
-  return async (conversationId, rows, whole, retag) => {
+  return async (conversationId, rows, whole, retag, extra = []) => {
     const summaries = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
-    const statements: Statement[] = [{ sql: 'DROP TRIGGER turns_no_delete' }];
+    // `extra`: what the caller writes in the same transaction (forget's tombstones, a sync's cursor).
+    const statements: Statement[] = [KEEP_FLOOR, ...extra, { sql: 'DROP TRIGGER turns_no_delete' }];
     for (const part of chunks(rows, per)) {
       // A contentless FTS5 table forgets a row only when given the values it indexed.
       for (const r of part) statements.push({ sql: "INSERT INTO turns_fts (turns_fts, rowid, text, name) VALUES ('delete', ?, ?, ?)", params: [r.rowid, r.text, r.name ?? ''] });
@@ -79,7 +86,7 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
 }
 
 /** What is derived from the conversation's turns as a whole: removed, and rebuilt from what is left. */
-function derivedRemoval(conversationId: string, whole: boolean, retag: Statement[] | undefined): Statement[] {
+export function derivedRemoval(conversationId: string, whole: boolean, retag: Statement[] | undefined): Statement[] {
   const statements: Statement[] = [
     { sql: 'DELETE FROM summaries_fts WHERE rowid IN (SELECT rowid FROM summaries WHERE conversation_id = ?)', params: [conversationId] },
     { sql: 'DELETE FROM summary_tags WHERE conversation_id = ?', params: [conversationId] },
@@ -98,6 +105,7 @@ function derivedRemoval(conversationId: string, whole: boolean, retag: Statement
     statements.push(
       { sql: 'DELETE FROM embeddings WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM pins WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM sync_unpins WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM llm_usage WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM conversations WHERE id = ?', params: [conversationId] },

@@ -1,4 +1,5 @@
 import { createBackground } from '../common/background.js';
+import { withSync } from '../common/sync.js';
 import { dataApi } from './data-control.js';
 import { createSemantic, makeEmbedder } from '../embed/semantic.js';
 import { hierarchyApi } from './hierarchy.js';
@@ -15,6 +16,7 @@ import { schedulerModeOf } from './scheduler.js';
 import { migrate } from '../store/schema.js';
 import { createTagRules } from '../tags/tag-rules.js';
 import type { CompactionReport, MemoryOptions, StorageDriver } from '../contracts/types.js';
+import type { ExportData } from '../contracts/types-data.js';
 
 export type { Memory } from '../contracts/memory.js';
 
@@ -72,12 +74,12 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   // An import runs in many slots of the queue; close() lets one already admitted finish (or undo itself) first.
   const imports = new Set<Promise<unknown>>();
 
-  return {
+  return withSync({
     ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs }),
     ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs }),
     ...inspectionApi({ ...stores, serial, on, semantic, hints }),
     ...data,
-    import(input) {
+    import(input: ExportData) {
       const run = data.import(input);
       imports.add(run);
       const done = () => { imports.delete(run); };
@@ -95,7 +97,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
       await ledger.flush().catch(() => undefined);
       await driver.close();
     },
-  };
+  });
 }
 
 /** The configured storage, gated (see gateBatches) and migrated; closed again when the migration fails. */

@@ -10,12 +10,19 @@ export function createImportanceStore(driver: StorageDriver) {
   const limits = limitsOf(driver);
   return {
     async pin(conversationId: string, turnId: string, nowIso: string): Promise<void> {
-      await driver.batch([{ sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [conversationId, turnId, nowIso] }]);
+      // A pin and an unpin are kept with their times: sync merges them, the later one winning (SyncPin).
+      await driver.batch([
+        { sql: 'INSERT OR IGNORE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [conversationId, turnId, nowIso] },
+        { sql: 'DELETE FROM sync_unpins WHERE conversation_id = ? AND turn_id = ?', params: [conversationId, turnId] },
+      ]);
     },
 
     async unpin(conversationId: string, turnId: string): Promise<boolean> {
       const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM pins WHERE conversation_id = ? AND turn_id = ?', [conversationId, turnId]);
-      await driver.batch([{ sql: 'DELETE FROM pins WHERE conversation_id = ? AND turn_id = ?', params: [conversationId, turnId] }]);
+      await driver.batch([
+        { sql: 'DELETE FROM pins WHERE conversation_id = ? AND turn_id = ?', params: [conversationId, turnId] },
+        { sql: 'INSERT OR REPLACE INTO sync_unpins (conversation_id, turn_id, unpinned_at) VALUES (?, ?, ?)', params: [conversationId, turnId, new Date().toISOString()] },
+      ]);
       return Number(rows[0]?.n ?? 0) > 0;
     },
 

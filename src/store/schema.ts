@@ -208,6 +208,50 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   [
     `CREATE INDEX turns_private ON turns (conversation_id, seq) WHERE private = 1`,
   ],
+  // 9: sync (issue 28). Each turn says where it was first written ('' here: this replica, whose random id is in
+  // pagewise_meta), its order key there (a hybrid logical clock per conversation: the time of writing in ms, or one
+  // past the largest key the conversation held then; turns stored before sync take their row id, so they come first),
+  // and the conversation's forget epoch it was written in. Every replica orders a conversation by (key, origin, id),
+  // so seq becomes the local position in that converged order: it may move when turns written elsewhere arrive; every
+  // other column stays verbatim (the trigger). Tombstones hold ids and hashes of what was forgotten, never text; a
+  // receiver keeps a cursor per sender.
+  [
+    `ALTER TABLE turns ADD COLUMN origin TEXT NOT NULL DEFAULT ''`,
+    `ALTER TABLE turns ADD COLUMN origin_ord INTEGER NOT NULL DEFAULT 0`,
+    `ALTER TABLE turns ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`,
+    `DROP TRIGGER turns_no_update`,
+    `UPDATE turns SET origin_ord = rowid`,
+    `CREATE INDEX turns_by_ord ON turns (conversation_id, origin_ord)`,
+    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch ON turns
+      BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,
+    `CREATE TABLE sync_tombstones (
+      rowid INTEGER PRIMARY KEY,
+      conversation_id TEXT NOT NULL,
+      turn_id TEXT NOT NULL,
+      content_hash TEXT NOT NULL,
+      origin TEXT NOT NULL,
+      origin_ord INTEGER NOT NULL,
+      epoch INTEGER NOT NULL,
+      forgotten_at TEXT NOT NULL,
+      UNIQUE (conversation_id, turn_id, origin, origin_ord, epoch)
+    )`,
+    `CREATE TABLE sync_peers (
+      peer TEXT NOT NULL,
+      scope TEXT NOT NULL,
+      turns INTEGER NOT NULL,
+      tombstones INTEGER NOT NULL,
+      updated_at TEXT NOT NULL,
+      PRIMARY KEY (peer, scope)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE sync_unpins (
+      conversation_id TEXT NOT NULL,
+      turn_id TEXT NOT NULL,
+      unpinned_at TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, turn_id)
+    ) WITHOUT ROWID`,
+    `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('replica', 'r' || lower(hex(randomblob(12))))`,
+    `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('turns:floor', (SELECT COALESCE(MAX(rowid), 0) FROM turns))`,
+  ],
 ];
 
 /** The schema version this build writes. */

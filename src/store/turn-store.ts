@@ -339,19 +339,38 @@ export function createTurnStore(driver: StorageDriver) {
   };
 }
 
+/**
+ * The row id a new turn gets: past every row id a turn ever had. Sync reads a replica's turns after a row id (its
+ * cursor), so an id freed by forget must never be given again: forget records the highest it removed ('turns:floor').
+ */
+export const NEXT_ROWID = `(SELECT MAX(COALESCE(MAX(rowid), 0), COALESCE((SELECT CAST(value AS INTEGER) FROM pagewise_meta WHERE key = 'turns:floor'), 0)) + 1 FROM turns)`;
+
+/**
+ * A new turn's order key (schema 9): the time of writing in ms, or one past the conversation's largest key when that
+ * is later (a hybrid logical clock: a turn written here always sorts after every turn this replica held then).
+ * Binds the time, then the conversation id.
+ */
+export const NEXT_ORD = `MAX(?, (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM turns WHERE conversation_id = ?))`;
+
+/** The conversation's forget epoch (bound once: its id): one past each whole-conversation forget (sync tombstones). */
+export const EPOCH_OF_CONVERSATION = `(SELECT COALESCE(MAX(epoch), 0) FROM sync_tombstones WHERE conversation_id = ? AND turn_id = '')`;
+
 function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
   const statements: Statement[] = [
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
   ];
+  const nowMs = Date.parse(nowIso);
   turns.forEach((t, i) => {
     const m = t.message;
     const seq = base + i;
     statements.push({
-        sql: `INSERT INTO turns (conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private)
-              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        // Written here: origin '' (this replica), in the conversation's current forget epoch (sync, schema 9).
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord, epoch)
+              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEXT_ORD}, ${EPOCH_OF_CONVERSATION})`,
         params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
-          m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, m.private ? 1 : 0],
+          m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, m.private ? 1 : 0,
+          nowMs, conversationId, conversationId],
     }, {
       sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
       params: [conversationId, seq, t.text, m.name ?? ''],

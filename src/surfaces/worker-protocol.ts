@@ -51,8 +51,8 @@ export interface WorkerCallbacks {
   onModelProgress?: (progress: ModelProgress) => void;
 }
 
-/** What the worker exposes over Comlink: `open` once, then the Memory methods. */
-export interface WorkerApi extends Memory {
+/** What the worker exposes over Comlink: `open` once, then the Memory methods (`sync` runs on the page: connect() adds it). */
+export interface WorkerApi extends Omit<Memory, 'sync'> {
   /** Callbacks are separate arguments: Comlink proxies only top-level arguments. Answers where the memory lives. */
   open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']): Promise<StorageStatus>;
 }

@@ -6,7 +6,9 @@ describe('the Memory method list (one list for every transport)', () => {
   it('names every method of the engine, and a forwarded object reaches each one, aliases included', async () => {
     const memory = await createMemory();
     try {
-      const own = Object.keys(memory).filter((k) => k !== 'close' && k !== 'aliases').sort();
+      // close and sync are each transport's own (sync runs where it is called, over the three sync methods).
+      const own = Object.keys(memory).filter((k) => k !== 'close' && k !== 'sync' && k !== 'aliases').sort();
+      expect(typeof memory.sync).toBe('function');
       expect([...MEMORY_METHODS].sort()).toEqual(own);
       expect([...ALIAS_METHODS].sort()).toEqual(Object.keys(memory.aliases).sort());
       const seen: string[] = [];

@@ -1,0 +1,111 @@
+// memory.sync(other): the run that moves batches between two replicas, over nothing but the three sync methods every
+// transport has (syncState, syncChanges, applySync). It runs where it is called — in-process, in the page for the
+// worker client, in the calling Worker for a Durable Object stub — so `other` may be any Memory, or remoteMemory().
+import { PagewiseError } from '../contracts/errors.js';
+import type { SyncApplied, SyncBatch, SyncCursor, SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.js';
+import { describe, readArray, readRecord, validateConversationId } from './messages.js';
+
+const MODULE = 'sync';
+export const DEFAULT_BATCH_TURNS = 500;
+export const MAX_BATCH_TURNS = 2000;
+export const DEFAULT_BATCH_BYTES = 1_000_000;
+
+function invalid(path: string, message: string): never {
+  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
+}
+
+/** The conversation filter as both sides key their cursors by it: sorted, without repeats; undefined: all. */
+export function readConversationFilter(value: unknown, path = 'conversations'): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const list = readArray(value, path, 'INVALID_ARGUMENT', MODULE);
+  if (!list || list.length === 0) invalid(path, `must be a non-empty array of conversation ids, or left out to sync every conversation (got ${describe(value)}).`);
+  return [...new Set(list.map((id, i) => validateConversationId(id, `${path}[${i}]`)))].sort();
+}
+
+/** A positive whole number no larger than `max`, or the default. */
+export function readCount(value: unknown, path: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) invalid(path, `must be a whole number from 1 to ${max} (got ${describe(value)}).`);
+  return value;
+}
+
+function readOptions(options: unknown) {
+  const o = options === undefined ? {} : readRecord(options, 'options', 'INVALID_ARGUMENT', MODULE);
+  if (!o) invalid('options', `must be an object (got ${describe(options)}).`);
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') invalid('options.onProgress', 'must be a function.');
+  const signal = o.signal as AbortSignal | undefined;
+  if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean')) invalid('options.signal', 'must be an AbortSignal.');
+  return {
+    conversations: readConversationFilter(o.conversations, 'options.conversations'),
+    maxTurns: readCount(o.batchTurns, 'options.batchTurns', DEFAULT_BATCH_TURNS, MAX_BATCH_TURNS),
+    maxBytes: readCount(o.batchBytes, 'options.batchBytes', DEFAULT_BATCH_BYTES),
+    onProgress: o.onProgress as SyncOptions['onProgress'],
+    signal,
+  };
+}
+
+function checkPeer(other: unknown): SyncPeer {
+  const p = other as Partial<SyncPeer> | null;
+  if (typeof p !== 'object' || p === null || typeof p.syncState !== 'function' || typeof p.syncChanges !== 'function' || typeof p.applySync !== 'function') {
+    invalid('other', `must be a Memory (createMemory, connect, memoryStub) or remoteMemory(url, { token }) (got ${describe(other)}).`);
+  }
+  return p as SyncPeer;
+}
+
+const bytesOf = (batch: SyncBatch): number => new TextEncoder().encode(JSON.stringify(batch)).length;
+
+/**
+ * Moves everything `from` has and `to` lacks, a batch at a time: each batch is applied by `to` in one transaction
+ * together with the cursor it reached, so a run stopped anywhere resumes after the last batch applied.
+ */
+async function move(from: SyncPeer, to: SyncPeer, fromId: string, toId: string, cursor: SyncCursor, o: ReturnType<typeof readOptions>, direction: 'pull' | 'push', report: SyncReport, changed: Set<string>) {
+  let turns = 0;
+  let batches = 0;
+  let bytes = 0;
+  for (;;) {
+    if (o.signal?.aborted) throw new PagewiseError('ABORTED', MODULE, 'The sync was stopped; what was applied stays, and the next sync goes on from there.');
+    const batch = await from.syncChanges({ to: toId, cursor, ...(o.conversations ? { conversations: o.conversations } : {}), maxTurns: o.maxTurns, maxBytes: o.maxBytes });
+    if (batch.from !== fromId || batch.to !== toId) {
+      throw new PagewiseError('STORAGE_ERROR', MODULE, `The peer answered with a batch from ${describe(batch.from)} to ${describe(batch.to)}, not from ${describe(fromId)} to ${describe(toId)}; nothing more was applied.`);
+    }
+    const size = bytesOf(batch);
+    const applied: SyncApplied = await to.applySync(batch);
+    batches++;
+    bytes += size;
+    turns += applied.turns;
+    report[direction === 'pull' ? 'pulled' : 'pushed'] += applied.turns;
+    report.forgotten += applied.forgotten;
+    report.pins += applied.pins;
+    report.aliases += applied.aliases;
+    report.conflicts.push(...applied.conflicts);
+    for (const c of applied.conversations) changed.add(c);
+    report.batches++;
+    report.bytes += size;
+    o.onProgress?.({ direction, batches, turns, bytes });
+    cursor = batch.cursor;
+    if (!batch.more) return;
+  }
+}
+
+/** memory.sync(other): pull what `other` has, then push what it lacks. */
+export async function runSync(self: SyncPeer, other: unknown, options?: SyncOptions): Promise<SyncReport> {
+  const peer = checkPeer(other);
+  const o = readOptions(options);
+  const started = performance.now();
+  const { replica: selfId } = await self.syncState('', o.conversations);
+  const theirs = await peer.syncState(selfId, o.conversations);
+  if (theirs.replica === selfId) invalid('other', `is this same replica (${describe(selfId)}): sync two memories with their own storage.`);
+  const ours = await self.syncState(theirs.replica, o.conversations);
+  const report: SyncReport = { pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, batches: 0, bytes: 0, ms: 0 };
+  const changed = new Set<string>();
+  await move(peer, self, theirs.replica, selfId, ours.cursor, o, 'pull', report, changed);
+  await move(self, peer, selfId, theirs.replica, theirs.cursor, o, 'push', report, changed);
+  report.conversations = [...changed].sort();
+  report.ms = performance.now() - started;
+  return report;
+}
+
+/** Adds `sync` to an object with the Memory API's sync methods (each transport's own, like `close`). */
+export function withSync<T extends SyncPeer>(memory: T): T & { sync(other: SyncPeer, options?: SyncOptions): Promise<SyncReport> } {
+  return Object.assign(memory, { sync: (other: SyncPeer, options?: SyncOptions) => runSync(memory, other, options) });
+}

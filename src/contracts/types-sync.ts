@@ -1,0 +1,183 @@
+/**
+ * Sync: one memory across a person's devices and the edge. The shapes replicas exchange and what `memory.sync()`
+ * takes and reports. What moves: canonical turns (verbatim, with their metadata), forget tombstones (ids and hashes,
+ * never text), pins and manual aliases. What never moves: private turns, and everything derived (tags, summaries,
+ * vectors, statistics), which each replica rebuilds from its own turns.
+ */
+import type { ChatMessage } from './types.js';
+
+/**
+ * How far a receiving replica has read a sender's changes: the sender's turn and tombstone row positions. Kept by
+ * the receiver, per sender and per conversation filter, in the same transaction as the batch it received.
+ */
+export interface SyncCursor {
+  turns: number;
+  tombstones: number;
+}
+
+/** A replica's answer to "who are you, and how far have you read `peer`?". */
+export interface SyncState {
+  /** This replica's id: random, made when its database was created (or first migrated to sync). */
+  replica: string;
+  /** How far this replica has received `peer`'s changes (for the conversation filter asked about). */
+  cursor: SyncCursor;
+}
+
+/** What `syncChanges` is asked for. */
+export interface SyncRequest {
+  /** The replica the batch is for: turns that came from it are not sent back. */
+  to: string;
+  /** Where to start: what the receiver's `syncState(sender).cursor` says. */
+  cursor: SyncCursor;
+  /** Only these conversations (default: all). */
+  conversations?: string[];
+  /** At most this many turns in the batch (1–2,000; default 500). */
+  maxTurns?: number;
+  /** About this many bytes of turns in the batch at most (default 1,000,000); one turn is always sent whole. */
+  maxBytes?: number;
+}
+
+/** A turn as it travels: the stored original with its id, hash, and where it was first written. */
+export interface SyncTurn {
+  conversationId: string;
+  id: string;
+  role: ChatMessage['role'];
+  name?: string;
+  content: ChatMessage['content'];
+  toolCalls?: ChatMessage['toolCalls'];
+  toolCallId?: string;
+  createdAt: string;
+  /** SHA-256 of the message as stored (the receiver checks it). */
+  contentHash: string;
+  /** The replica the turn was first written on, and its position there (orders concurrent writes). */
+  origin: string;
+  ord: number;
+  /** The conversation's forget epoch on its origin when written (a forget of the whole conversation ends an epoch). */
+  epoch: number;
+}
+
+/**
+ * A forget, as it travels: ids and hashes, never text. Without `id`: the whole conversation — every turn of an epoch
+ * before `epoch`, on every replica, including turns written offline that the forgetting replica never saw.
+ */
+export interface SyncTombstone {
+  conversationId: string;
+  id?: string;
+  contentHash?: string;
+  origin?: string;
+  ord?: number;
+  /** For a whole conversation: turns with an epoch below this one are gone. */
+  epoch?: number;
+  forgottenAt: string;
+}
+
+/** A pin's state: the latest of pin and unpin (by time; a tie pins). */
+export interface SyncPin {
+  conversationId: string;
+  messageId: string;
+  pinned: boolean;
+  at: string;
+}
+
+/** A manual alias: the one created last wins (a tie: the greater tag). Removals do not travel. */
+export interface SyncAlias {
+  /** null: a global alias (only in a sync of every conversation). */
+  conversationId: string | null;
+  alias: string;
+  tag: string;
+  createdAt: string;
+}
+
+/** One batch of a replica's changes, as `syncChanges` gives it and `applySync` takes it. */
+export interface SyncBatch {
+  format: 'pagewise-sync';
+  version: 1;
+  /** The sender's replica id, and the receiver's. */
+  from: string;
+  to: string;
+  /** The conversations filter the batch was read with (null: all); the receiver keeps its cursor under it. */
+  conversations: string[] | null;
+  /** Where the next batch starts (the receiver stores it with this batch). */
+  cursor: SyncCursor;
+  /** More changes are waiting after this batch. */
+  more: boolean;
+  tombstones: SyncTombstone[];
+  turns: SyncTurn[];
+  /** Pins and aliases travel whole with the last batch (`more: false`). */
+  pins: SyncPin[];
+  aliases: SyncAlias[];
+}
+
+/** A turn a replica did not store (see SyncApplied.conflicts). */
+export interface SyncConflict {
+  conversationId: string;
+  id: string;
+  reason: 'id' | 'too-large';
+}
+
+/** What one `applySync` did. */
+export interface SyncApplied {
+  /** Turns stored (the rest were there already, or forgotten here). */
+  turns: number;
+  /** Turns removed here by the batch's tombstones. */
+  forgotten: number;
+  /** Conversations whose turns changed. */
+  conversations: string[];
+  /**
+   * Turns refused, each with why: `id` — a stored turn of that conversation has the same id and other content (give
+   * messages ids unique across devices, such as UUIDs); `too-large` — its row is over this storage's row limit.
+   */
+  conflicts: SyncConflict[];
+  /** Pins and aliases whose state changed here. */
+  pins: number;
+  aliases: number;
+}
+
+/** Progress of a running sync, after each batch. */
+export interface SyncProgress {
+  direction: 'pull' | 'push';
+  batches: number;
+  turns: number;
+  bytes: number;
+}
+
+export interface SyncOptions {
+  /** Only these conversations (default: all). */
+  conversations?: string[];
+  /** Turns per batch (default 500). */
+  batchTurns?: number;
+  /** Bytes of turns per batch (default 1,000,000). */
+  batchBytes?: number;
+  onProgress?: (progress: SyncProgress) => void;
+  /** Stops between batches (what was applied stays; the next sync resumes there). */
+  signal?: AbortSignal;
+}
+
+/** What `memory.sync(other)` moved. Syncing again at once moves nothing. */
+export interface SyncReport {
+  /** Turns stored on the other replica, and on this one. */
+  pushed: number;
+  pulled: number;
+  /** Turns removed by tombstones, on both sides. */
+  forgotten: number;
+  /** Conversations whose turns changed, on either side. */
+  conversations: string[];
+  conflicts: SyncConflict[];
+  /** Pins and aliases changed, on either side. */
+  pins: number;
+  aliases: number;
+  batches: number;
+  /** Bytes of the batches as JSON, both ways. */
+  bytes: number;
+  ms: number;
+}
+
+/**
+ * The methods a sync peer answers: every Memory has them (in-process, the worker client, a Durable Object stub),
+ * and so does `remoteMemory(url, { token })`.
+ */
+export interface SyncPeer {
+  syncState(peer: string, conversations?: string[]): Promise<SyncState>;
+  syncChanges(request: SyncRequest): Promise<SyncBatch>;
+  applySync(batch: SyncBatch): Promise<SyncApplied>;
+}

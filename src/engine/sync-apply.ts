@@ -1,0 +1,212 @@
+// Sync's write side: another replica's batch applied here. Tombstones first (what they cover is removed as forget
+// removes it, leaving no byte of its text), then the turns this replica lacks, placed in the converged order — every
+// replica orders a conversation by (order key, origin, id) — with the cursor the batch reached, in one transaction;
+// then pins and manual aliases by their merge rules. Derived data is never received: it is rebuilt here.
+import { readBatch, type IncomingTurn, type ReadBatch } from './sync-batch.js';
+import { derivedRemoval, type Remove } from './data-rows.js';
+import type { DataDeps } from './data-types.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { describe } from '../common/messages.js';
+import { turnRowError } from '../store/turn-store.js';
+import type { OrderRow, SyncStore } from '../store/sync-store.js';
+import { countCacheKey } from '../tokens/chat-format.js';
+import type { Statement } from '../contracts/types.js';
+import type { SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
+
+const MODULE = 'sync';
+const MOVES_PER_STATEMENT = 500;
+
+export interface SyncApplyDeps extends DataDeps {
+  sync: SyncStore;
+  remove: Remove;
+}
+
+type Keyed = { ord: number; origin: string; id: string };
+
+/** The converged order: by order key, then origin, then id (the same on every replica). */
+export function compareTurns(a: Keyed, b: Keyed): number {
+  return a.ord - b.ord || (a.origin < b.origin ? -1 : a.origin > b.origin ? 1 : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+const orderKey = (r: OrderRow): Keyed => ({ ord: Number(r.ord), origin: r.origin, id: r.id });
+
+function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) out.set(key(item), [...(out.get(key(item)) ?? []), item]);
+  return out;
+}
+
+/** Removes what the batch's tombstones cover, a conversation at a time, with the tombstones in the same transaction. */
+async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: SyncApplied, changed: Set<string>, nowIso: string): Promise<void> {
+  const { driver, sync } = d;
+  for (const [conversationId, tombstones] of groupBy(batch.tombstones, (t) => t.conversationId)) {
+    const statements = tombstones.map((t) => sync.tombstoneStatement(t));
+    const stored = await sync.forgotten(conversationId, []);
+    const epoch = Math.max(stored.epoch, ...tombstones.map((t) => (t.id === undefined ? t.epoch ?? 0 : 0)));
+    const rows = await sync.covered(conversationId, epoch, tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined));
+    if (rows.length === 0) {
+      await driver.batch(statements);
+      continue;
+    }
+    const left = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+    const whole = rows.length >= Number(left[0]?.n ?? 0);
+    await d.remove(conversationId, rows, whole, undefined, statements);
+    applied.forgotten += rows.length;
+    changed.add(conversationId);
+    if (!whole) {
+      await d.index.indexNew(conversationId, nowIso);
+      d.rebuildLater(conversationId);
+    }
+  }
+}
+
+/** The turns of one conversation this replica lacks, checked against its tombstones and stored ids. */
+async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTurn[], conflicts: SyncConflict[]): Promise<IncomingTurn[]> {
+  const { driver, sync } = d;
+  const ids = turns.map((t) => t.id);
+  const { epoch, turns: gone } = await sync.forgotten(conversationId, ids);
+  const stored = new Map((await d.store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
+  return turns.filter((t) => {
+    if (t.epoch < epoch || gone.has(`${t.id}\u0000${t.origin}\u0000${t.ord}`)) return false;
+    const hash = stored.get(t.id);
+    if (hash === undefined) {
+      if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) return true;
+      conflicts.push({ conversationId, id: t.id, reason: 'too-large' });
+      return false;
+    }
+    if (hash !== t.contentHash) conflicts.push({ conversationId, id: t.id, reason: 'id' });
+    return false;
+  });
+}
+
+/**
+ * The statements that put `incoming` into the conversation at their places in the converged order. Turns that
+ * sort after every stored one are appended; otherwise the stored turns after the first place move down (their seq,
+ * the only column that may change) and what is derived from positions there is dropped, to be rebuilt.
+ */
+async function place(d: SyncApplyDeps, conversationId: string, incoming: IncomingTurn[], countKey: string | null, count: (text: string) => number, nowIso: string): Promise<Statement[]> {
+  const { driver, sync } = d;
+  const sorted = [...incoming].sort(compareTurns);
+  const last = await driver.query<OrderRow>(`SELECT seq, origin_ord AS ord, CASE origin WHEN '' THEN (SELECT value FROM pagewise_meta WHERE key = 'replica') ELSE origin END AS origin, id FROM turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1`, [conversationId]);
+  const statements: Statement[] = [
+    { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
+    { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
+  ];
+  const insert = (t: IncomingTurn, seq: number) => statements.push(...sync.insertTurn(conversationId, seq, t, countKey, countKey === null ? 0 : count(t.text), nowIso));
+  if (!last[0] || compareTurns(orderKey(last[0]), sorted[0]!) < 0) {
+    const base = last[0] ? Number(last[0].seq) + 1 : 0;
+    sorted.forEach((t, i) => insert(t, base + i));
+    return statements;
+  }
+  const existing = await sync.order(conversationId);
+  const merged: (OrderRow | IncomingTurn)[] = [...existing, ...sorted].sort((a, b) => compareTurns('rowid' in a ? orderKey(a as OrderRow) : a as IncomingTurn, 'rowid' in b ? orderKey(b as OrderRow) : b as IncomingTurn));
+  let p = 0;
+  while (p < existing.length && merged[p] === existing[p]) p++;
+  const base = p === 0 ? 0 : Number(existing[p - 1]!.seq) + 1;
+  const moves: [number, number][] = [];
+  merged.slice(p).forEach((item, k) => {
+    if ('rowid' in item) { if (Number((item as OrderRow).seq) !== base + k) moves.push([Number((item as OrderRow).rowid), base + k]); }
+    else insert(item as IncomingTurn, base + k);
+  });
+  const inserts = statements.splice(2);
+  for (let i = 0; i < moves.length; i += MOVES_PER_STATEMENT) {
+    statements.push({
+      sql: `UPDATE turns SET seq = -1 - (SELECT j.value ->> 1 FROM json_each(?1) j WHERE j.value ->> 0 = turns.rowid) WHERE rowid IN (SELECT j.value ->> 0 FROM json_each(?1) j)`,
+      params: [JSON.stringify(moves.slice(i, i + MOVES_PER_STATEMENT))],
+    });
+  }
+  statements.push(...inserts, { sql: 'UPDATE turns SET seq = -1 - seq WHERE conversation_id = ? AND seq < 0', params: [conversationId] });
+  if (moves.length > 0) {
+    statements.push(...derivedRemoval(conversationId, false, undefined),
+      { sql: "DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'turn' AND ref >= ?", params: [conversationId, base] });
+  }
+  return statements;
+}
+
+/** Pins whose state the batch changes (the later of pin and unpin wins; a tie pins), as statements. */
+async function pinStatements(d: SyncApplyDeps, pins: readonly SyncPin[], conversations: readonly string[] | null): Promise<{ statements: Statement[]; changed: number }> {
+  const { sync } = d;
+  if (pins.length === 0) return { statements: [], changed: 0 };
+  const local = new Map((await sync.pins(conversations ?? [...new Set(pins.map((p) => p.conversationId))])).map((p) => [`${p.conversationId}\u0000${p.messageId}`, p]));
+  const stored = new Map<string, Set<string>>();
+  for (const [conversationId, list] of groupBy(pins, (p) => p.conversationId)) stored.set(conversationId, await sync.storedIds(conversationId, list.map((p) => p.messageId)));
+  const statements: Statement[] = [];
+  let changed = 0;
+  for (const pin of pins) {
+    // A pin of a message not stored here (private where it was written) is not kept.
+    if (!stored.get(pin.conversationId)?.has(pin.messageId)) continue;
+    const mine = local.get(`${pin.conversationId}\u0000${pin.messageId}`);
+    const wins = !mine || pin.at > mine.at || (pin.at === mine.at && pin.pinned && !mine.pinned);
+    if (!wins || (mine && mine.pinned === pin.pinned)) continue;
+    statements.push(...sync.pinStatements(pin));
+    changed++;
+  }
+  return { statements, changed };
+}
+
+/** Manual aliases: the one created last wins (a tie: the greater tag); a loop is left out. */
+async function applyAliases(d: SyncApplyDeps, batch: ReadBatch, nowIso: string): Promise<number> {
+  const { sync } = d;
+  if (batch.aliases.length === 0) return 0;
+  const local = new Map((await sync.aliases(batch.conversations)).map((a) => [`${a.conversationId ?? ''}\u0000${a.alias}`, a]));
+  let changed = 0;
+  for (const a of batch.aliases) {
+    if (a.conversationId !== null && !(await d.store.conversation(a.conversationId))) continue;
+    const mine = local.get(`${a.conversationId ?? ''}\u0000${a.alias}`);
+    if (mine && (mine.tag === a.tag || mine.createdAt > a.createdAt || (mine.createdAt === a.createdAt && mine.tag > a.tag))) continue;
+    try {
+      await d.canonicalizer.add(a.alias, a.tag, a.conversationId === null ? undefined : { conversationId: a.conversationId }, a.createdAt || nowIso);
+      changed++;
+    } catch (error) {
+      if (!(error instanceof PagewiseError) || error.code !== 'INVALID_ARGUMENT') throw error;
+    }
+  }
+  return changed;
+}
+
+export function syncApplyApi(d: SyncApplyDeps) {
+  const { driver, sync } = d;
+  return {
+    applySync(raw: unknown): Promise<SyncApplied> {
+      return (async () => {
+        // Vectors and summaries being made from a turn that a tombstone removes must land (or be refused) first.
+        await d.settle();
+        return d.serial(async () => {
+          const batch = await readBatch(raw, d.maxMessageBytes);
+          const me = await sync.replica();
+          if (batch.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(batch.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
+          if (batch.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
+          const nowIso = new Date().toISOString();
+          const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
+          const changed = new Set<string>();
+          await applyTombstones(d, batch, applied, changed, nowIso);
+          const tok = await d.tokenizer();
+          const countKey = countCacheKey(tok);
+          const statements: Statement[] = [];
+          for (const [conversationId, turns] of groupBy(batch.turns, (t) => t.conversationId)) {
+            const lacking = await fresh(d, conversationId, turns, applied.conflicts);
+            if (lacking.length === 0) continue;
+            statements.push(...(await place(d, conversationId, lacking, countKey, (text) => tok.count(text), nowIso)));
+            applied.turns += lacking.length;
+            changed.add(conversationId);
+          }
+          // The turns in one transaction; then the pins with the cursor. A sync stopped before the cursor sends this
+          // batch again, and what is stored already is skipped.
+          if (statements.length > 0) await driver.batch(statements);
+          const pins = batch.more ? { statements: [], changed: 0 } : await pinStatements(d, batch.pins, batch.conversations);
+          applied.pins = pins.changed;
+          await driver.batch([...pins.statements, sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
+          for (const conversationId of changed) {
+            d.uncache(conversationId);
+            if (!(await d.store.conversation(conversationId))) continue;
+            await d.index.indexNew(conversationId, nowIso);
+            d.rebuildLater(conversationId);
+          }
+          if (!batch.more) applied.aliases = await applyAliases(d, batch, nowIso);
+          applied.conversations = [...changed].sort();
+          return applied;
+        });
+      })();
+    },
+  };
+}

@@ -1,0 +1,119 @@
+// A sync batch as applySync receives it: another replica's data, so caller input like any other. Every field is
+// checked and copied before anything is written; a bad batch is a typed error and changes nothing.
+import { checkId, checkObject } from './support.js';
+import { readCursor, readReplicaId } from './sync-changes.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { MAX_BATCH_TURNS, readConversationFilter } from '../common/sync.js';
+import { contentHash, describe, messageText, parseIsoDate, readArray, readRecord, validateConversationId, validateMessage } from '../common/messages.js';
+import type { ChatMessage } from '../contracts/types.js';
+import type { SyncAlias, SyncBatch, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+
+const MODULE = 'sync';
+const MAX_TOMBSTONES = 10_000;
+const MAX_PINS = 100_000;
+
+function invalid(path: string, message: string): never {
+  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
+}
+
+/** A received turn, checked: its message as the engine stores it, its text and its verified hash. */
+export interface IncomingTurn extends SyncTurn {
+  message: ChatMessage;
+  text: string;
+  createdMs: number;
+}
+
+export interface ReadBatch extends Omit<SyncBatch, 'turns'> {
+  turns: IncomingTurn[];
+}
+
+const iso = (value: unknown, path: string): string => new Date(parseIsoDate(value, path)).toISOString();
+const int = (value: unknown, path: string, min: number): number => {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) invalid(path, `must be a whole number of at least ${min} (got ${describe(value)}).`);
+  return value;
+};
+const hash = (value: unknown, path: string): string => {
+  if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) invalid(path, `must be a SHA-256 in hex, as syncChanges() gives it (got ${describe(value)}).`);
+  return value;
+};
+function list(value: unknown, path: string, max: number): unknown[] {
+  const l = readArray(value, path, 'INVALID_ARGUMENT', MODULE);
+  if (!l) invalid(path, `must be an array (got ${describe(value)}).`);
+  if (l.length > max) invalid(path, `holds ${l.length} items; a batch holds at most ${max}. Ask syncChanges() for smaller batches.`);
+  return l;
+}
+const record = (value: unknown, path: string): Record<string, unknown> => {
+  const r = readRecord(value, path, 'INVALID_ARGUMENT', MODULE);
+  if (!r) invalid(path, `must be an object (got ${describe(value)}).`);
+  return r;
+};
+
+function readTombstone(raw: unknown, path: string): SyncTombstone {
+  const t = record(raw, path);
+  const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
+  const forgottenAt = iso(t.forgottenAt, `${path}.forgottenAt`);
+  if (t.id === undefined) return { conversationId, epoch: int(t.epoch, `${path}.epoch`, 1), forgottenAt };
+  return { conversationId, id: checkId(t.id, `${path}.id`), contentHash: hash(t.contentHash, `${path}.contentHash`), origin: readReplicaId(t.origin, `${path}.origin`), ord: int(t.ord, `${path}.ord`, 0), forgottenAt };
+}
+
+async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<IncomingTurn> {
+  const t = record(raw, path);
+  const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
+  const { conversationId: _c, contentHash: given, origin, ord, epoch, private: isPrivate, ...fields } = t;
+  if (isPrivate !== undefined) invalid(`${path}.private`, 'is set: private turns never leave the replica they were written on.');
+  const message = validateMessage(fields, path, maxBytes);
+  if (message.id === undefined || message.createdAt === undefined) invalid(path, 'needs its id and createdAt, as syncChanges() gives them.');
+  const contentHashGiven = hash(given, `${path}.contentHash`);
+  if ((await contentHash(message)) !== contentHashGiven) invalid(`${path}.contentHash`, `does not match the message ${describe(message.id)} (changed on the way); nothing was applied.`);
+  const turn: IncomingTurn = {
+    conversationId, id: message.id, role: message.role, content: message.content, createdAt: message.createdAt, contentHash: contentHashGiven,
+    origin: readReplicaId(origin, `${path}.origin`), ord: int(ord, `${path}.ord`, 0), epoch: int(epoch, `${path}.epoch`, 0),
+    message, text: messageText(message), createdMs: Date.parse(message.createdAt),
+  };
+  if (message.name !== undefined) turn.name = message.name;
+  if (message.toolCalls !== undefined) turn.toolCalls = message.toolCalls;
+  if (message.toolCallId !== undefined) turn.toolCallId = message.toolCallId;
+  return turn;
+}
+
+function readPin(raw: unknown, path: string): SyncPin {
+  const p = record(raw, path);
+  if (typeof p.pinned !== 'boolean') invalid(`${path}.pinned`, `must be true or false (got ${describe(p.pinned)}).`);
+  return { conversationId: validateConversationId(p.conversationId, `${path}.conversationId`), messageId: checkId(p.messageId, `${path}.messageId`), pinned: p.pinned, at: iso(p.at, `${path}.at`) };
+}
+
+function readAlias(raw: unknown, path: string): SyncAlias {
+  const a = record(raw, path);
+  const text = (v: unknown, at: string) => {
+    if (typeof v !== 'string' || v.length === 0 || v.length > 256) invalid(at, `must be an alias's spelling (got ${describe(v)}).`);
+    return v;
+  };
+  return {
+    conversationId: a.conversationId === null ? null : validateConversationId(a.conversationId, `${path}.conversationId`),
+    alias: text(a.alias, `${path}.alias`), tag: text(a.tag, `${path}.tag`), createdAt: iso(a.createdAt, `${path}.createdAt`),
+  };
+}
+
+/** The batch, checked whole and copied (turns hashed and verified); INVALID_ARGUMENT at the first bad field. */
+export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBatch> {
+  const b = checkObject(raw, 'applySync');
+  if (b.format !== 'pagewise-sync' || b.version !== 1) invalid('batch', `is not a pagewise sync batch version 1 (format ${describe(b.format)}, version ${describe(b.version)}); pass what syncChanges() returned.`);
+  if (typeof b.more !== 'boolean') invalid('batch.more', `must be true or false (got ${describe(b.more)}).`);
+  const turns: IncomingTurn[] = [];
+  const seen = new Set<string>();
+  for (const [i, t] of list(b.turns, 'batch.turns', MAX_BATCH_TURNS).entries()) {
+    const turn = await readTurn(t, `batch.turns[${i}]`, maxBytes);
+    const key = JSON.stringify([turn.conversationId, turn.id]);
+    if (seen.has(key)) invalid(`batch.turns[${i}].id`, `repeats message ${describe(turn.id)} of conversation ${describe(turn.conversationId)}.`);
+    seen.add(key);
+    turns.push(turn);
+  }
+  return {
+    format: 'pagewise-sync', version: 1, from: readReplicaId(b.from, 'batch.from'), to: readReplicaId(b.to, 'batch.to'),
+    conversations: readConversationFilter(b.conversations, 'batch.conversations') ?? null, cursor: readCursor(b.cursor, 'batch.cursor'), more: b.more,
+    tombstones: list(b.tombstones, 'batch.tombstones', MAX_TOMBSTONES).map((t, i) => readTombstone(t, `batch.tombstones[${i}]`)),
+    turns,
+    pins: list(b.pins, 'batch.pins', MAX_PINS).map((p, i) => readPin(p, `batch.pins[${i}]`)),
+    aliases: list(b.aliases, 'batch.aliases', MAX_PINS).map((a, i) => readAlias(a, `batch.aliases[${i}]`)),
+  };
+}

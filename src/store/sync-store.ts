@@ -1,0 +1,210 @@
+// The SQL of sync (issue 28): this replica's id, its changes after a receiver's cursor, the tombstones forget leaves,
+// the cursors a receiver keeps per sender, and the turns' order keys. The engine's sync (engine/sync*.ts) decides;
+// this file only reads and builds statements.
+import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
+import type { SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+import type { ChatMessage } from '../contracts/types.js';
+import { NEXT_ROWID } from './turn-store.js';
+
+/** This replica's id (schema 9 made it). */
+export const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
+/** A turn's origin as it travels ('' means this replica), and its order key. */
+export const ORIGIN = `CASE origin WHEN '' THEN ${REPLICA} ELSE origin END`;
+export const ORD = 'origin_ord';
+
+/** A turn as syncChanges reads it. */
+export interface ChangeRow {
+  [key: string]: SqlValue;
+  rowid: number;
+  conversation_id: string;
+  id: string;
+  role: string;
+  name: string | null;
+  content: string;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  created_at: string;
+  content_hash: string;
+  origin: string;
+  ord: number;
+  epoch: number;
+}
+
+/** A stored turn's place in the order (what the merge compares). */
+export interface OrderRow {
+  [key: string]: SqlValue;
+  rowid: number;
+  seq: number;
+  id: string;
+  content_hash: string;
+  created_ms: number;
+  origin: string;
+  ord: number;
+  epoch: number;
+}
+
+type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin: string; origin_ord: number; epoch: number; forgotten_at: string };
+
+/** `AND conversation_id IN (…)` as one JSON parameter (any number of conversations, one bound value). */
+function inConversations(conversations: readonly string[] | null, column = 'conversation_id'): { sql: string; params: SqlValue[] } {
+  return conversations ? { sql: ` AND ${column} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(conversations)] } : { sql: '', params: [] };
+}
+
+/** The scope a receiver keys its cursor by: the sorted conversation filter, or '*' for all. */
+export const scopeKey = (conversations: readonly string[] | null): string => (conversations ? JSON.stringify(conversations) : '*');
+
+/** What sync reads: this replica's id and cursors, its changes, tombstones, the order of a conversation, pins, aliases. */
+function createSyncReads(driver: StorageDriver) {
+  return {
+    async replica(): Promise<string> {
+      const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'replica'");
+      return rows[0]!.value;
+    },
+
+    async cursor(peer: string, conversations: readonly string[] | null): Promise<SyncCursor> {
+      const rows = await driver.query<{ turns: number; tombstones: number }>('SELECT turns, tombstones FROM sync_peers WHERE peer = ? AND scope = ?', [peer, scopeKey(conversations)]);
+      return { turns: Number(rows[0]?.turns ?? 0), tombstones: Number(rows[0]?.tombstones ?? 0) };
+    },
+
+    /** Shareable turns after row `after` (never private ones, nor those that came from `to`), by row id. */
+    async changedTurns(after: number, to: string, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
+      const c = inConversations(conversations);
+      return await driver.query<ChangeRow>(
+        `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord, epoch
+         FROM turns WHERE rowid > ? AND private = 0 AND origin <> ?${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
+    },
+
+    async tombstones(after: number, conversations: readonly string[] | null, limit: number): Promise<{ rowid: number; tombstone: SyncTombstone }[]> {
+      const c = inConversations(conversations);
+      const rows = await driver.query<TombstoneRow>(`SELECT rowid, conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at FROM sync_tombstones WHERE rowid > ?${c.sql} ORDER BY rowid LIMIT ?`, [after, ...c.params, limit]);
+      return rows.map((r) => ({
+        rowid: Number(r.rowid),
+        tombstone: r.turn_id === ''
+          ? { conversationId: r.conversation_id, epoch: Number(r.epoch), forgottenAt: r.forgotten_at }
+          : { conversationId: r.conversation_id, id: r.turn_id, contentHash: r.content_hash, origin: r.origin, ord: Number(r.origin_ord), forgottenAt: r.forgotten_at },
+      }));
+    },
+
+    /** The conversation's current epoch, and the turn tombstones among `ids`. */
+    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ epoch: number; turns: Set<string> }> {
+      const e = await driver.query<{ epoch: number }>("SELECT COALESCE(MAX(epoch), 0) AS epoch FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ''", [conversationId]);
+      const rows = await driver.query<{ turn_id: string; origin: string; origin_ord: number }>(
+        "SELECT turn_id, origin, origin_ord FROM sync_tombstones WHERE conversation_id = ? AND turn_id IN (SELECT value FROM json_each(?)) AND turn_id <> ''", [conversationId, JSON.stringify(ids)]);
+      return { epoch: Number(e[0]?.epoch ?? 0), turns: new Set(rows.map((r) => `${r.turn_id}\u0000${r.origin}\u0000${Number(r.origin_ord)}`)) };
+    },
+
+    /** Stored turns a tombstone covers: of an epoch before `epoch`, or the instances named. */
+    async covered(conversationId: string, epoch: number, turns: readonly SyncTombstone[]): Promise<{ rowid: number; seq: number; id: string; text: string; name: string | null }[]> {
+      const named = JSON.stringify(turns.map((t) => [t.id, t.origin, t.ord]));
+      return await driver.query(
+        `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND (epoch < ?2 OR EXISTS (
+           SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = turns.id AND j.value ->> 1 = ${ORIGIN} AND j.value ->> 2 = ${ORD})) ORDER BY seq`,
+        [conversationId, epoch, named]);
+    },
+
+    /** Every turn of a conversation with what orders it, by seq. */
+    async order(conversationId: string): Promise<OrderRow[]> {
+      return await driver.query<OrderRow>(`SELECT rowid, seq, id, content_hash, created_ms, ${ORIGIN} AS origin, ${ORD} AS ord, epoch FROM turns WHERE conversation_id = ? ORDER BY seq`, [conversationId]);
+    },
+
+    /** Which of `ids` are stored turns of the conversation. */
+    async storedIds(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
+      const rows = await driver.query<{ id: string }>('SELECT id FROM turns WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(ids)]);
+      return new Set(rows.map((r) => r.id));
+    },
+
+    /** Pin states of the conversations (all: null) — pins and unpins with their times. */
+    async pins(conversations: readonly string[] | null): Promise<SyncPin[]> {
+      const c = inConversations(conversations);
+      const pinned = await driver.query<{ conversation_id: string; turn_id: string; pinned_at: string }>(`SELECT conversation_id, turn_id, pinned_at FROM pins WHERE 1 = 1${c.sql} ORDER BY conversation_id, turn_id`, c.params);
+      const unpinned = await driver.query<{ conversation_id: string; turn_id: string; unpinned_at: string }>(`SELECT conversation_id, turn_id, unpinned_at FROM sync_unpins WHERE 1 = 1${c.sql} ORDER BY conversation_id, turn_id`, c.params);
+      return [
+        ...pinned.map((p) => ({ conversationId: p.conversation_id, messageId: p.turn_id, pinned: true, at: p.pinned_at })),
+        ...unpinned.map((p) => ({ conversationId: p.conversation_id, messageId: p.turn_id, pinned: false, at: p.unpinned_at })),
+      ];
+    },
+
+    /** Manual aliases of the conversations (all, with the global ones: null). */
+    async aliases(conversations: readonly string[] | null): Promise<{ conversationId: string | null; alias: string; tag: string; createdAt: string }[]> {
+      const c = inConversations(conversations);
+      const rows = await driver.query<{ conversation_id: string; alias: string; tag: string; created_at: string }>(
+        `SELECT conversation_id, alias, tag, created_at FROM tag_aliases WHERE source = 'manual'${c.sql} ORDER BY conversation_id, alias`, c.params);
+      return rows.map((r) => ({ conversationId: r.conversation_id === '' ? null : r.conversation_id, alias: r.alias, tag: r.tag, createdAt: r.created_at }));
+    },
+  };
+}
+
+/** The statements sync writes (in its callers' transactions): cursors, tombstones, received turns, pin states. */
+function createSyncWrites() {
+  return {
+    /** The statement that records how far this replica has read `peer` (in the batch's own transaction). */
+    saveCursor(peer: string, conversations: readonly string[] | null, cursor: SyncCursor, nowIso: string): Statement {
+      return {
+        sql: `INSERT INTO sync_peers (peer, scope, turns, tombstones, updated_at) VALUES (?, ?, ?, ?, ?)
+              ON CONFLICT (peer, scope) DO UPDATE SET turns = excluded.turns, tombstones = excluded.tombstones, updated_at = excluded.updated_at`,
+        params: [peer, scopeKey(conversations), cursor.turns, cursor.tombstones, nowIso],
+      };
+    },
+
+    /** Records a tombstone (an insert that a repeat ignores). */
+    tombstoneStatement(t: SyncTombstone): Statement {
+      return t.id === undefined
+        ? { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at) VALUES (?, '', '', '', -1, ?, ?)", params: [t.conversationId, t.epoch ?? 1, t.forgottenAt] }
+        : { sql: 'INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at) VALUES (?, ?, ?, ?, ?, 0, ?)', params: [t.conversationId, t.id, t.contentHash ?? '', t.origin ?? '', t.ord ?? -1, t.forgottenAt] };
+    },
+
+    /** forget's tombstones for turns being removed (by row id), written in forget's transaction: never private ones. */
+    forgetTurnsStatement(rowids: readonly number[], nowIso: string): Statement {
+      return {
+        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at)
+              SELECT conversation_id, id, content_hash, ${ORIGIN}, ${ORD}, 0, ? FROM turns WHERE private = 0 AND rowid IN (SELECT value FROM json_each(?))`,
+        params: [nowIso, JSON.stringify(rowids)],
+      };
+    },
+
+    /** forget's tombstone for a whole conversation: its epoch ends, here and on every replica that hears of it. */
+    forgetConversationStatement(conversationId: string, nowIso: string): Statement {
+      return {
+        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at)
+              VALUES (?1, '', '', '', -1, MAX(COALESCE((SELECT MAX(epoch) FROM sync_tombstones WHERE conversation_id = ?1 AND turn_id = ''), 0), COALESCE((SELECT MAX(epoch) FROM turns WHERE conversation_id = ?1), 0)) + 1, ?2)`,
+        params: [conversationId, nowIso],
+      };
+    },
+
+    /**
+     * A received turn stored at `seq`, verbatim with its origin, order key and epoch, indexed for full-text search
+     * and with its token count (the statements append() writes for a turn written here).
+     */
+    insertTurn(conversationId: string, seq: number, t: SyncTurn & { message: ChatMessage; text: string; createdMs: number }, countKey: string | null, tokens: number, nowIso: string): Statement[] {
+      const m = t.message;
+      const out: Statement[] = [{
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch)
+              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+        params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null), m.toolCalls ? JSON.stringify(m.toolCalls) : null,
+          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, t.epoch],
+      }, {
+        sql: 'INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)',
+        params: [conversationId, t.id, t.text, m.name ?? ''],
+      }];
+      if (countKey !== null) {
+        out.push({ sql: 'INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)', params: [conversationId, t.id, countKey, tokens] });
+      }
+      return out;
+    },
+
+    /** Statements that set a pin's state as `pin` says. */
+    pinStatements(pin: SyncPin): Statement[] {
+      return pin.pinned
+        ? [{ sql: 'INSERT OR REPLACE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [pin.conversationId, pin.messageId, pin.at] },
+          { sql: 'DELETE FROM sync_unpins WHERE conversation_id = ? AND turn_id = ?', params: [pin.conversationId, pin.messageId] }]
+        : [{ sql: 'DELETE FROM pins WHERE conversation_id = ? AND turn_id = ?', params: [pin.conversationId, pin.messageId] },
+          { sql: 'INSERT OR REPLACE INTO sync_unpins (conversation_id, turn_id, unpinned_at) VALUES (?, ?, ?)', params: [pin.conversationId, pin.messageId, pin.at] }];
+    },
+  };
+}
+
+export function createSyncStore(driver: StorageDriver) {
+  return { ...createSyncReads(driver), ...createSyncWrites() };
+}
+
+export type SyncStore = ReturnType<typeof createSyncStore>;
