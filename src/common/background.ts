@@ -59,6 +59,9 @@ export function createBackground(lanesAtOnce = LANES_AT_ONCE) {
     /** Resolves once every lane is empty, including jobs queued while waiting. */
     idle,
 
+    /** Whether a job of `lane` (a conversation) is queued or running. */
+    busy: (lane: string): boolean => lanes.has(lane),
+
     /** Refuses new jobs, aborts the running ones and waits for them. */
     async stop(reason: unknown): Promise<void> {
       stopped = true;

@@ -24,6 +24,8 @@ export interface DataDeps {
   resume: <T>(fn: () => Promise<T>) => Promise<T>;
   /** Waits for background work (embedding, compaction) to settle. */
   settle: () => Promise<void>;
+  /** Whether background work of the conversation (compaction, vectors) is queued or running. */
+  busy: (conversationId: string) => boolean;
   /** Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint). */
   uncache: (conversationId: string) => void;
   /** Schedules what is derived in the background (vectors; compaction when due). */

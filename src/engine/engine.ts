@@ -61,6 +61,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const { recoverImports, ...data } = dataApi({
     driver, store, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes,
     settle: () => background.idle(),
+    busy: (conversationId) => background.busy(conversationId),
     uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); thingJudge.uncache(conversationId); hints.delete(conversationId); },
     rebuildLater: (conversationId) => { semantic.schedule(conversationId); if (opts.compaction) jobs.compactLater(conversationId); },
   });

@@ -14,6 +14,8 @@ import type { Statement } from '../contracts/types.js';
 import type { SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
+/** Thrown out of a slot that found background work under way where turns must move: settle, then apply again. */
+const RETRY = Symbol('retry after background work');
 const MOVES_PER_STATEMENT = 500;
 
 export interface SyncApplyDeps extends DataDeps {
@@ -98,6 +100,8 @@ async function place(d: SyncApplyDeps, conversationId: string, incoming: Incomin
     sorted.forEach((t, i) => insert(t, base + i));
     return statements;
   }
+  // Turns move: a compaction pass or vectors under way on this conversation would write for the old positions.
+  if (d.busy(conversationId)) throw RETRY;
   const existing = await sync.order(conversationId);
   const merged: (OrderRow | IncomingTurn)[] = [...existing, ...sorted].sort((a, b) => compareTurns('rowid' in a ? orderKey(a as OrderRow) : a as IncomingTurn, 'rowid' in b ? orderKey(b as OrderRow) : b as IncomingTurn));
   let p = 0;
@@ -164,48 +168,68 @@ async function applyAliases(d: SyncApplyDeps, batch: ReadBatch, nowIso: string):
   return changed;
 }
 
-export function syncApplyApi(d: SyncApplyDeps) {
+/** One batch applied, in the engine's exclusive slot (see the top of this file for the order of its steps). */
+async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   const { driver, sync } = d;
+  const batch = await readBatch(raw, d.maxMessageBytes);
+  const me = await sync.replica();
+  if (batch.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(batch.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
+  if (batch.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
+  const nowIso = new Date().toISOString();
+  const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
+  const changed = new Set<string>();
+  await applyTombstones(d, batch, applied, changed, nowIso);
+  const tok = await d.tokenizer();
+  const countKey = countCacheKey(tok);
+  const statements: Statement[] = [];
+  for (const [conversationId, turns] of groupBy(batch.turns, (t) => t.conversationId)) {
+    const lacking = await fresh(d, conversationId, turns, applied.conflicts);
+    if (lacking.length === 0) continue;
+    statements.push(...(await place(d, conversationId, lacking, countKey, (text) => tok.count(text), nowIso)));
+    applied.turns += lacking.length;
+    changed.add(conversationId);
+  }
+  // The turns in one transaction; then the pins with the cursor. A sync stopped before the cursor sends this batch
+  // again, and what is stored already is skipped.
+  if (statements.length > 0) await driver.batch(statements);
+  const pins = batch.more ? { statements: [], changed: 0 } : await pinStatements(d, batch.pins, batch.conversations);
+  applied.pins = pins.changed;
+  await driver.batch([...pins.statements, sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
+  for (const conversationId of changed) {
+    d.uncache(conversationId);
+    if (!(await d.store.conversation(conversationId))) continue;
+    await d.index.indexNew(conversationId, nowIso);
+    d.rebuildLater(conversationId);
+  }
+  if (!batch.more) applied.aliases = await applyAliases(d, batch, nowIso);
+  applied.conversations = [...changed].sort();
+  return applied;
+}
+
+/** Whether a batch (not read yet: caller input) carries tombstones; a value that cannot be read carries none. */
+function hasTombstones(raw: unknown): boolean {
+  try {
+    const list = (raw as { tombstones?: unknown } | null)?.tombstones;
+    return Array.isArray(list) && list.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+export function syncApplyApi(d: SyncApplyDeps) {
   return {
     applySync(raw: unknown): Promise<SyncApplied> {
       return (async () => {
         // Vectors and summaries being made from a turn that a tombstone removes must land (or be refused) first.
-        await d.settle();
-        return d.serial(async () => {
-          const batch = await readBatch(raw, d.maxMessageBytes);
-          const me = await sync.replica();
-          if (batch.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(batch.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
-          if (batch.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
-          const nowIso = new Date().toISOString();
-          const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
-          const changed = new Set<string>();
-          await applyTombstones(d, batch, applied, changed, nowIso);
-          const tok = await d.tokenizer();
-          const countKey = countCacheKey(tok);
-          const statements: Statement[] = [];
-          for (const [conversationId, turns] of groupBy(batch.turns, (t) => t.conversationId)) {
-            const lacking = await fresh(d, conversationId, turns, applied.conflicts);
-            if (lacking.length === 0) continue;
-            statements.push(...(await place(d, conversationId, lacking, countKey, (text) => tok.count(text), nowIso)));
-            applied.turns += lacking.length;
-            changed.add(conversationId);
+        if (hasTombstones(raw)) await d.settle();
+        for (;;) {
+          try {
+            return await d.serial(() => apply(d, raw));
+          } catch (error) {
+            if (error !== RETRY) throw error;
+            await d.settle();
           }
-          // The turns in one transaction; then the pins with the cursor. A sync stopped before the cursor sends this
-          // batch again, and what is stored already is skipped.
-          if (statements.length > 0) await driver.batch(statements);
-          const pins = batch.more ? { statements: [], changed: 0 } : await pinStatements(d, batch.pins, batch.conversations);
-          applied.pins = pins.changed;
-          await driver.batch([...pins.statements, sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
-          for (const conversationId of changed) {
-            d.uncache(conversationId);
-            if (!(await d.store.conversation(conversationId))) continue;
-            await d.index.indexNew(conversationId, nowIso);
-            d.rebuildLater(conversationId);
-          }
-          if (!batch.more) applied.aliases = await applyAliases(d, batch, nowIso);
-          applied.conversations = [...changed].sort();
-          return applied;
-        });
+        }
       })();
     },
   };

@@ -37,8 +37,11 @@ describe('sync: the acceptance check', () => {
   it('two files write offline, sync to the union in one order, a third ends equal, a forget reaches all, recall crosses devices', async () => {
     const laptopPath = file();
     const phonePath = file();
-    const laptop = await memory(laptopPath);
-    const phone = await memory(phonePath);
+    // The real encoder (all-MiniLM-L6-v2, shipped in the repository): each replica embeds what it receives itself.
+    // A small window, so that an old turn reaches a request only by recall.
+    const options = { embedder: undefined, contextWindow: 1500, reserveTokens: 300 };
+    const laptop = await memory(laptopPath, options);
+    const phone = await memory(phonePath, options);
     // Offline: the same conversation on both, and one of each's own. The phone writes later (its order keys are later).
     await laptop.onTurnComplete({ conversationId: 'trip', messages: [user('We should book the Lisbon flights for March.', { id: 'l1', createdAt: at(0) }), assistant('I will look at fares on Tuesday.', { id: 'l2', createdAt: at(1) })] });
     await laptop.onTurnComplete({ conversationId: 'work', messages: [user('The Quillfeather report is due Friday.', { id: 'w1' }), assistant('Noted.', { id: 'w2' })] });
@@ -69,10 +72,17 @@ describe('sync: the acceptance check', () => {
     expect(third.pulled).toBe(8);
     for (const c of ['trip', 'work', 'secret-santa']) expect(await contents(tablet, c)).toEqual(await contents(laptop, c));
 
-    // Recall on one finds what was said on the other.
+    // Recall on one finds what was said on the other: the laptop talks on, and the phone's turn is recalled (by tags,
+    // words and the vectors the laptop made for it itself), not sent as recent history.
+    const filler = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? user(`Packing list item ${i}: socks, a phone charger, a rain jacket, walking shoes, sunscreen, a paperback for the train, snacks for day ${i}, the museum tickets, a travel adapter and the printed bookings, all checked twice before we leave.`, { id: `f${i}` }) : assistant(`Added item ${i} to the packing list.`, { id: `f${i}` })));
+    await laptop.onTurnComplete({ conversationId: 'trip', messages: filler });
     await laptop.flush();
+    const status = await laptop.embeddingStatus('trip');
+    expect(status.embedded).toBe(status.total);
     const ctx = await laptop.onMessageInbound({ conversationId: 'trip', message: user('Where does my sister live?') });
-    expect(JSON.stringify(ctx.messages) + (ctx.prependText ?? '')).toContain('Alfama');
+    const recalled = ctx.manifest.filter((e) => e.kind !== 'history').flatMap((e) => e.sourceIds);
+    expect(recalled).toContain('p1');
+    expect(ctx.manifest.filter((e) => e.kind === 'history').flatMap((e) => e.sourceIds)).not.toContain('p1');
 
     // Forgotten on the phone: gone everywhere after the next syncs, with no byte of its text, and never back.
     await phone.forget({ conversationId: 'secret-santa' });
