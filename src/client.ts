@@ -3,11 +3,14 @@ import { installErrorTransfer } from './surfaces/comlink-errors.js';
 import type { Memory } from './engine/engine.js';
 import { PagewiseError } from './contracts/errors.js';
 import { forwardMemory, invokeMemory } from './contracts/memory-methods.js';
+import { withSync } from './common/sync.js';
 import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from './surfaces/worker-protocol.js';
 
 export type { StorageStatus, WorkerMemoryOptions, WorkerStorageOptions } from './surfaces/worker-protocol.js';
 export type { Memory } from './engine/engine.js';
 export { isPagewiseError, PagewiseError } from './contracts/errors.js';
+export { remoteMemory, type RemoteMemory, type RemoteMemoryOptions } from './surfaces/sync-http.js';
+export type * from './contracts/types-sync.js';
 
 /** Options of `connect()`: the engine's options (plain data) plus which worker to run it in. */
 export interface ConnectOptions extends WorkerMemoryOptions, WorkerCallbacks {
@@ -91,7 +94,8 @@ export async function connect(options: ConnectOptions = {}): Promise<ConnectedMe
       if ((error as { name?: unknown } | null)?.name !== 'DataCloneError') throw error;
       throw new PagewiseError('INVALID_ARGUMENT', 'client', `An argument cannot be sent to the worker (${(error as Error).message}): pass plain data — strings, numbers, arrays and plain objects, no functions or symbols.`, { cause: error });
     });
-  return {
+  // sync runs here, in the page, over the worker's three sync methods (the other side may be remoteMemory()).
+  return withSync({
     storage,
     ...forwardMemory((path, args) => open(() => invokeMemory(remote, path, args))),
     async close() {
@@ -99,5 +103,5 @@ export async function connect(options: ConnectOptions = {}): Promise<ConnectedMe
       closed = true;
       try { await remote.close(); } finally { shutdown(); }
     },
-  };
+  });
 }

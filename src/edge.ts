@@ -8,6 +8,7 @@ import { ALIAS_METHODS, MEMORY_METHODS, type MethodPath, forwardMemory } from '.
 import { durableObjectSql } from './storage/durable-object.js';
 import type { CompactionReport, MemoryOptions } from './contracts/types.js';
 import { edgeEmbedder } from './embed/workers-ai.js';
+import { withSync } from './common/sync.js';
 
 export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiLike } from './embed/workers-ai.js';
 
@@ -15,9 +16,11 @@ export { durableObjectSql, type DurableObjectStorageLike } from './storage/durab
 export { createMemory, type Memory } from './engine/engine.js';
 export { PagewiseError, isPagewiseError } from './contracts/errors.js';
 export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';
+export { SYNC_PATH, remoteMemory, syncEndpoint, type RemoteMemory, type RemoteMemoryOptions, type SyncEndpointOptions } from './surfaces/sync-http.js';
+export type * from './contracts/types-sync.js';
 
 // Calls that leave background work (tagging is done inline; compaction and vectors are not).
-const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries']);
+const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries', 'applySync']);
 // When the alarm that finishes background work fires: after the calls of a burst, not during them.
 const ALARM_MS = 5_000;
 // Turns of compaction per event (a write's background work, or one alarm): ~0.6 ms of CPU per turn at 50,000 turns
@@ -45,20 +48,39 @@ function fromWire(error: unknown): unknown {
   return e;
 }
 
+// How a call that names another conversation than an object's own goes through.
+const ROUTE_ONE = 'route each conversation to its own object (namespace.idFromName(conversationId), or memoryStub(namespace, conversationId)), sync it with { conversations: [conversationId] }, or set scope: \'user\'.';
+
 // Where an alias method takes its scope ({ conversationId }): its last argument.
 const SCOPE_AT: Readonly<Record<string, number>> = { add: 2, remove: 1, list: 0, suggest: 1 };
 
 /**
  * The conversations a call names, where the engine will read them: callTool's context (never the tool's own
  * arguments, which are the model's and may name anything), an alias method's scope, each conversation an import
- * carries, else the first argument (an id, or an input object's conversationId). A value of another shape names
- * none here and is refused by the engine with its typed error.
+ * carries, a sync call's (below), else the first argument (an id, or an input object's conversationId). A value of
+ * another shape names none here and is refused by the engine with its typed error.
  */
 function conversationsNamed(path: MethodPath, args: readonly unknown[]): unknown[] {
   if (path[0] === 'aliases') return [field(args[SCOPE_AT[path[1] ?? ''] ?? 0], 'conversationId', 'scope')];
   if (path[0] === 'callTool') return [field(args[2], 'conversationId', 'context')];
   if (path[0] === 'import') return importedConversations(args).map((c, i) => field(c, 'id', `data.conversations[${i}]`));
+  if (path[0] === 'syncState') return [];
+  if (path[0] === 'syncChanges') return readArray(field(args[0], 'conversations', 'request'), 'request.conversations', 'INVALID_ARGUMENT', 'edge') ?? [];
+  if (path[0] === 'applySync') return batchConversations(args[0]);
   return [typeof args[0] === 'string' ? args[0] : field(args[0], 'conversationId', 'input')];
+}
+
+/**
+ * The conversations a sync batch touches: its filter, and each turn's, tombstone's, pin's and conversation alias's
+ * (a global alias, null, names none), so that an object serving one conversation refuses a batch of another.
+ */
+function batchConversations(batch: unknown): unknown[] {
+  const list = (key: string) => readArray(field(batch, key, 'batch'), `batch.${key}`, 'INVALID_ARGUMENT', 'edge') ?? [];
+  const named = [...list('conversations')];
+  for (const key of ['turns', 'tombstones', 'pins', 'aliases']) {
+    list(key).forEach((item, i) => named.push(field(item, 'conversationId', `batch.${key}[${i}]`)));
+  }
+  return named.filter((id) => id !== null);
 }
 
 /** A field of caller input read once (a throwing getter or revoked Proxy is a typed error). */
@@ -156,7 +178,15 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   /** In conversation scope, the one conversation this object serves (kept in its storage). */
   #check(path: MethodPath, args: unknown[], options: PagewiseMemoryOptions): void {
     if ((options.scope ?? 'conversation') !== 'conversation') return;
-    for (const id of conversationsNamed(path, args)) if (id !== undefined) this.#serve(validateConversationId(id));
+    const named = conversationsNamed(path, args);
+    const ids = new Set<string>();
+    named.forEach((id) => { if (id !== undefined) ids.add(validateConversationId(id)); });
+    // Several at once (an import or a sync batch of two conversations) is refused before any is kept as the served one.
+    if (ids.size > 1) {
+      const some = [...ids].slice(0, 3).map((id) => JSON.stringify(id)).join(', ');
+      throw new PagewiseError('INVALID_CONVERSATION_ID', 'edge', `This call names ${ids.size} conversations (${some}${ids.size > 3 ? ', …' : ''}) and this object serves one: ${ROUTE_ONE}`);
+    }
+    for (const id of ids) this.#serve(id);
   }
 
   #serve(conversationId: string): void {
@@ -164,8 +194,7 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
     const served = kv.get<string>('pagewise:conversation');
     if (served === undefined) kv.put('pagewise:conversation', conversationId);
     else if (served !== conversationId) {
-      throw new PagewiseError('INVALID_CONVERSATION_ID', 'edge',
-        `This object serves one conversation; route ${JSON.stringify(conversationId)} to its own (namespace.idFromName(conversationId), or memoryStub(namespace, conversationId)), or set scope: 'user'.`);
+      throw new PagewiseError('INVALID_CONVERSATION_ID', 'edge', `This object serves one conversation, not ${JSON.stringify(conversationId)}: ${ROUTE_ONE}`);
     }
   }
 
@@ -267,8 +296,9 @@ export interface MemoryNamespaceLike {
  */
 export function memoryStub(namespace: MemoryNamespaceLike, objectName: string): Memory {
   const stub = namespace.get(namespace.idFromName(objectName) as never) as { call(path: MethodPath, args: unknown[]): Promise<unknown> };
-  return {
+  // sync runs here, in the calling Worker, over the object's three sync methods.
+  return withSync({
     ...forwardMemory((path, args) => stub.call(path, args).catch((e: unknown) => { throw fromWire(e); })),
     close: () => Promise.resolve(),
-  };
+  });
 }

@@ -1,7 +1,8 @@
 // The edge example, run end to end: `npm run check` (after `npm install` here and `npm run build` at the root).
 // Starts a fake OpenAI-compatible upstream and `wrangler dev` (loopback only, temp --persist-to), drives a long
-// conversation through the proxy (worker.ts) and one exchange through the Agents SDK example (agent.ts), prints one
-// line per check, stops everything it started (also on failure) and exits 1 if any check failed.
+// conversation through the proxy (worker.ts), syncs Node memories (the root's dist) with the sync endpoint, and one
+// exchange through the Agents SDK example (agent.ts), prints one line per check, stops everything it started (also on
+// failure) and exits 1 if any check failed.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,6 +11,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { syncAfterRestart, syncChecks } from './check-sync.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const WRANGLER = join(HERE, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
@@ -328,12 +330,15 @@ async function main() {
     const leakedToken = upstream.received.some((r) => JSON.stringify(r.headers).includes('tok-'));
     check("clients' tokens never reach the upstream", !leakedToken, `${upstream.received.length} upstream requests checked`);
 
+    const synced = await syncChecks(check, wrangler.port, alice, bob);
+
     // Durable: stop wrangler, start it again on the same --persist-to, ask again.
     await wrangler.stop();
     wrangler = await wranglerDev({ config: 'wrangler.jsonc', vars, persistTo, label: 'worker.ts (restarted)' });
     const again = await ask('restart', wrangler.port, alice, 'c1', QUESTIONS[0], true);
     check('memory survives a restart (same --persist-to): recalled as <prior-conversation>', again.res.status === 200 && !!again.placement?.inPrior && again.sameBytes,
       again.placement ? `restarted in ${(wrangler.readyMs / 1000).toFixed(1)} s; status ${describe(again.res)}, in <prior-conversation>: ${again.placement.inPrior}` : `status ${describe(again.res)}, nothing forwarded`);
+    if (synced) await syncAfterRestart(check, wrangler.port, alice, synced);
     await wrangler.stop();
     wrangler = undefined;
 

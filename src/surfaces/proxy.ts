@@ -115,6 +115,11 @@ const STATUS: Partial<Record<PagewiseErrorCode, number>> = {
   LLM_ERROR: 502, EMBEDDING_ERROR: 502, TAGGER_ERROR: 502,
 };
 
+/** The HTTP status of a PagewiseError's code, as pagewise's HTTP surfaces answer it (the proxy, the sync endpoint). */
+export function errorStatus(code: string): number {
+  return Object.hasOwn(STATUS, code) ? STATUS[code as PagewiseErrorCode]! : 400;
+}
+
 function errorResponse(status: number, code: string, message: string, headers?: Record<string, string>): Response {
   return Response.json({ error: { type: 'pagewise_error', code, message } }, { status, ...(headers ? { headers } : {}) });
 }
@@ -208,7 +213,7 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     try {
       return await handle(request, ctx, env as Env);
     } catch (e) {
-      if (isPagewiseError(e)) return errorResponse(STATUS[e.code] ?? 400, e.code, e.message);
+      if (isPagewiseError(e)) return errorResponse(errorStatus(e.code), e.code, e.message);
       // Not the caller's doing (a Durable Object that failed, a bug): a 500 that says so, not a crashed handler.
       console.error('[pagewise] [proxy] unexpected error', e);
       return errorResponse(500, 'INTERNAL_ERROR', 'The proxy failed on this request; nothing was stored. The server log has the cause.');

@@ -2,7 +2,7 @@
 // Miniflare): the storage conformance suite on Durable Object SQL, and the engine in PagewiseMemory objects.
 import { DurableObject } from 'cloudflare:workers';
 import { storageDriverCases } from '../conformance/storage-driver.js';
-import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
+import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, syncEndpoint, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../src/edge.js';
 import { durableObjectSql } from '../../src/storage/durable-object.js';
 import { json } from './json.js';
 
@@ -18,8 +18,29 @@ interface Env {
   /** The local upstream of the proxy tests, and its key (a secret in a real deployment). */
   UPSTREAM?: string;
   UPSTREAM_KEY?: string;
-  /** The proxy's clients: "token:user,token:user". */
+  /** The proxy's and the sync endpoint's clients: "token:user,token:user". */
   CLIENT_TOKENS?: string;
+}
+
+/**
+ * The sync endpoint: under /v1/pagewise/ each user's one object of any number of conversations (`scope: 'user'`);
+ * under /conversation/:id/sync the (user, conversation)'s object in the default scope, which refuses other
+ * conversations.
+ */
+function sync(request: Request, env: Env, url: URL): Promise<Response> | null {
+  if (url.pathname.startsWith('/v1/pagewise/')) {
+    return syncEndpoint<Env>({
+      memory: (user) => memoryStub(env.USER_MEMORY, `user:${encodeURIComponent(user)}`),
+      authenticate: bearerAuth(env.CLIENT_TOKENS),
+    })(request, env);
+  }
+  const c = /^\/conversation\/([^/]+)\/sync$/.exec(url.pathname);
+  if (!c) return null;
+  return syncEndpoint<Env>({
+    path: url.pathname,
+    memory: (user) => memoryStub(env.MEMORY, `sync:${encodeURIComponent(user)}:${c[1]!}`),
+    authenticate: bearerAuth(env.CLIENT_TOKENS),
+  })(request, env);
 }
 
 export class TestObject extends DurableObject<Env> {
@@ -84,6 +105,11 @@ export class SlicedMemory extends PagewiseMemory<Env> {
 export default {
   async fetch(request: Request, env: Env, ctx: { waitUntil(p: Promise<unknown>): void }): Promise<Response> {
     const url = new URL(request.url);
+    const synced = sync(request, env, url);
+    if (synced) return synced;
+    // memoryStub(…).sync(memoryStub(…)) inside the Worker: two users' objects, the sync run here.
+    const s = /^\/stub-sync\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    if (s) return json(() => memoryStub(env.USER_MEMORY, decodeURIComponent(s[1]!)).sync(memoryStub(env.USER_MEMORY, decodeURIComponent(s[2]!))));
     if (url.pathname.startsWith('/v1/') && env.UPSTREAM) {
       return memoryProxy({
         memory: (key) => memoryStub(env.MEMORY, key),

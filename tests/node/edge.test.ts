@@ -1,12 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { build } from 'esbuild';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Miniflare } from 'miniflare';
+import type { Miniflare } from 'miniflare';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageDriverCases } from '../conformance/storage-driver.js';
+import { bundleTestWorker, startTestWorker } from './edge-worker.js';
 
 // Real workerd (Miniflare 4 drives the workerd binary): the test Worker is bundled as one ES module.
 let mf: Miniflare;
@@ -14,15 +14,7 @@ const dir = mkdtempSync(join(tmpdir(), 'pagewise-edge-'));
 let script = '';
 
 const start = async () => {
-  mf = new Miniflare({
-    // The bundle as one module given whole: Miniflare does not follow its dynamic imports (models, sqlite-wasm), which
-    // the edge never takes.
-    modulesRoot: dir, modules: [{ type: 'ESModule', path: script, contents: readFileSync(script, 'utf8') }], compatibilityDate: '2025-09-01',
-    durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true }, SLICED: { className: 'SlicedMemory', useSQLite: true } },
-    durableObjectsPersist: join(dir, 'do'),
-    bindings: { UPSTREAM: upstream, UPSTREAM_KEY: KEY, CLIENT_TOKENS: 'client:u1,bobs-token:bob' },
-  });
-  await mf.ready;
+  mf = await startTestWorker(dir, script, { UPSTREAM: upstream, UPSTREAM_KEY: KEY, CLIENT_TOKENS: 'client:u1,bobs-token:bob' });
 };
 
 // The proxy's upstream: a local server speaking OpenAI's chat completions (the one double: a remote LLM).
@@ -51,12 +43,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => upstreamServer.listen(0, '127.0.0.1', ok));
   upstream = `http://127.0.0.1:${(upstreamServer.address() as AddressInfo).port}`;
-  const out = await build({
-    entryPoints: [resolve(import.meta.dirname, '../edge/test-worker.ts')], bundle: true, format: 'esm', platform: 'neutral',
-    target: 'es2022', write: false, external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'],
-  });
-  script = join(dir, 'worker.mjs');
-  writeFileSync(script, out.outputFiles[0]!.text);
+  script = await bundleTestWorker(dir);
   await start();
 }, 120_000);
 
