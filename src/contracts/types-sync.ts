@@ -57,14 +57,16 @@ export interface SyncTurn {
 }
 
 /**
- * A forget, as it travels: ids and hashes, never text. Without `id`: the whole conversation — every turn of an epoch
- * before `epoch`, on every replica, including turns written offline that the forgetting replica never saw.
+ * A forget, as it travels: ids and hashes, never text. With `id`: that message (same id and content) wherever a copy
+ * of it was written before the forget (its order key below `ord`, the forget's clock). Without `id`: the whole
+ * conversation — every turn of an epoch before `epoch`, on every replica, including turns written offline that the
+ * forgetting replica never saw.
  */
 export interface SyncTombstone {
   conversationId: string;
   id?: string;
   contentHash?: string;
-  origin?: string;
+  /** For a message: the clock of the forget (the conversation's next order key where it was forgotten). */
   ord?: number;
   /** For a whole conversation: turns with an epoch below this one are gone. */
   epoch?: number;

@@ -43,10 +43,10 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           const retag = whole || Number(left[0]?.n ?? 0) <= RETAG_ALL_TURNS ? undefined : await retagPlan(d, conversationId, rows);
           // Tombstones for sync, in the same transaction: ids and hashes, never text. Forgetting the conversation
           // ends its epoch (turns of it written elsewhere before they heard of this go too); forgetting messages
-          // names each.
+          // names each (id, content hash, and the clock of the forget: every copy of it written before goes).
           const nowIso = new Date().toISOString();
           const tombstones = o.messageIds === undefined && o.tag === undefined
-            ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(rows.map((r) => r.rowid), nowIso);
+            ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(conversationId, rows.map((r) => r.rowid), nowIso);
           const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones]);
           if (!whole) {
             await d.index.indexNew(conversationId, new Date().toISOString());

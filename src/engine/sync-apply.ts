@@ -69,7 +69,7 @@ async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTu
   const { epoch, turns: gone } = await sync.forgotten(conversationId, ids);
   const stored = new Map((await d.store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
   return turns.filter((t) => {
-    if (t.epoch < epoch || gone.has(`${t.id}\u0000${t.origin}\u0000${t.ord}`)) return false;
+    if (t.epoch < epoch || gone.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) return false;
     const hash = stored.get(t.id);
     if (hash === undefined) {
       if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) return true;

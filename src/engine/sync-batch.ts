@@ -53,7 +53,7 @@ function readTombstone(raw: unknown, path: string): SyncTombstone {
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
   const forgottenAt = iso(t.forgottenAt, `${path}.forgottenAt`);
   if (t.id === undefined) return { conversationId, epoch: int(t.epoch, `${path}.epoch`, 1), forgottenAt };
-  return { conversationId, id: checkId(t.id, `${path}.id`), contentHash: hash(t.contentHash, `${path}.contentHash`), origin: readReplicaId(t.origin, `${path}.origin`), ord: int(t.ord, `${path}.ord`, 0), forgottenAt };
+  return { conversationId, id: checkId(t.id, `${path}.id`), contentHash: hash(t.contentHash, `${path}.contentHash`), ord: int(t.ord, `${path}.ord`, 0), forgottenAt };
 }
 
 async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<IncomingTurn> {

@@ -229,11 +229,10 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       conversation_id TEXT NOT NULL,
       turn_id TEXT NOT NULL,
       content_hash TEXT NOT NULL,
-      origin TEXT NOT NULL,
       origin_ord INTEGER NOT NULL,
       epoch INTEGER NOT NULL,
       forgotten_at TEXT NOT NULL,
-      UNIQUE (conversation_id, turn_id, origin, origin_ord, epoch)
+      UNIQUE (conversation_id, turn_id, content_hash, origin_ord, epoch)
     )`,
     `CREATE TABLE sync_peers (
       peer TEXT NOT NULL,

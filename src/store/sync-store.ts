@@ -4,7 +4,7 @@
 import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import type { SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { ChatMessage } from '../contracts/types.js';
-import { NEXT_ROWID } from './turn-store.js';
+import { NEXT_ORD, NEXT_ROWID } from './turn-store.js';
 
 /** This replica's id (schema 9 made it). */
 export const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
@@ -43,7 +43,7 @@ export interface OrderRow {
   epoch: number;
 }
 
-type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin: string; origin_ord: number; epoch: number; forgotten_at: string };
+type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin_ord: number; epoch: number; forgotten_at: string };
 
 /** `AND conversation_id IN (…)` as one JSON parameter (any number of conversations, one bound value). */
 function inConversations(conversations: readonly string[] | null, column = 'conversation_id'): { sql: string; params: SqlValue[] } {
@@ -76,29 +76,37 @@ function createSyncReads(driver: StorageDriver) {
 
     async tombstones(after: number, conversations: readonly string[] | null, limit: number): Promise<{ rowid: number; tombstone: SyncTombstone }[]> {
       const c = inConversations(conversations);
-      const rows = await driver.query<TombstoneRow>(`SELECT rowid, conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at FROM sync_tombstones WHERE rowid > ?${c.sql} ORDER BY rowid LIMIT ?`, [after, ...c.params, limit]);
+      const rows = await driver.query<TombstoneRow>(`SELECT rowid, conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at FROM sync_tombstones WHERE rowid > ?${c.sql} ORDER BY rowid LIMIT ?`, [after, ...c.params, limit]);
       return rows.map((r) => ({
         rowid: Number(r.rowid),
         tombstone: r.turn_id === ''
           ? { conversationId: r.conversation_id, epoch: Number(r.epoch), forgottenAt: r.forgotten_at }
-          : { conversationId: r.conversation_id, id: r.turn_id, contentHash: r.content_hash, origin: r.origin, ord: Number(r.origin_ord), forgottenAt: r.forgotten_at },
+          : { conversationId: r.conversation_id, id: r.turn_id, contentHash: r.content_hash, ord: Number(r.origin_ord), forgottenAt: r.forgotten_at },
       }));
     },
 
-    /** The conversation's current epoch, and the turn tombstones among `ids`. */
-    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ epoch: number; turns: Set<string> }> {
+    /**
+     * The conversation's current epoch, and for each of `ids` that was forgotten: the message's content hash and the
+     * clock of the forget, by id (an instance of that message written before the forget is forgotten).
+     */
+    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ epoch: number; turns: Map<string, { hash: string; ord: number }[]> }> {
       const e = await driver.query<{ epoch: number }>("SELECT COALESCE(MAX(epoch), 0) AS epoch FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ''", [conversationId]);
-      const rows = await driver.query<{ turn_id: string; origin: string; origin_ord: number }>(
-        "SELECT turn_id, origin, origin_ord FROM sync_tombstones WHERE conversation_id = ? AND turn_id IN (SELECT value FROM json_each(?)) AND turn_id <> ''", [conversationId, JSON.stringify(ids)]);
-      return { epoch: Number(e[0]?.epoch ?? 0), turns: new Set(rows.map((r) => `${r.turn_id}\u0000${r.origin}\u0000${Number(r.origin_ord)}`)) };
+      const rows = await driver.query<{ turn_id: string; content_hash: string; origin_ord: number }>(
+        "SELECT turn_id, content_hash, origin_ord FROM sync_tombstones WHERE conversation_id = ? AND turn_id IN (SELECT value FROM json_each(?)) AND turn_id <> ''", [conversationId, JSON.stringify(ids)]);
+      const turns = new Map<string, { hash: string; ord: number }[]>();
+      for (const r of rows) turns.set(r.turn_id, [...(turns.get(r.turn_id) ?? []), { hash: r.content_hash, ord: Number(r.origin_ord) }]);
+      return { epoch: Number(e[0]?.epoch ?? 0), turns };
     },
 
-    /** Stored turns a tombstone covers: of an epoch before `epoch`, or the instances named. */
+    /**
+     * Stored turns a tombstone covers: of an epoch before `epoch`, or a message named (same id and content) written
+     * before its forget (an order key below the forget's clock: a copy stored again later is a new message).
+     */
     async covered(conversationId: string, epoch: number, turns: readonly SyncTombstone[]): Promise<{ rowid: number; seq: number; id: string; text: string; name: string | null }[]> {
-      const named = JSON.stringify(turns.map((t) => [t.id, t.origin, t.ord]));
+      const named = JSON.stringify(turns.map((t) => [t.id, t.contentHash, t.ord]));
       return await driver.query(
         `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND (epoch < ?2 OR EXISTS (
-           SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = turns.id AND j.value ->> 1 = ${ORIGIN} AND j.value ->> 2 = ${ORD})) ORDER BY seq`,
+           SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = turns.id AND j.value ->> 1 = turns.content_hash AND ${ORD} < j.value ->> 2)) ORDER BY seq`,
         [conversationId, epoch, named]);
     },
 
@@ -149,24 +157,27 @@ function createSyncWrites() {
     /** Records a tombstone (an insert that a repeat ignores). */
     tombstoneStatement(t: SyncTombstone): Statement {
       return t.id === undefined
-        ? { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at) VALUES (?, '', '', '', -1, ?, ?)", params: [t.conversationId, t.epoch ?? 1, t.forgottenAt] }
-        : { sql: 'INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at) VALUES (?, ?, ?, ?, ?, 0, ?)', params: [t.conversationId, t.id, t.contentHash ?? '', t.origin ?? '', t.ord ?? -1, t.forgottenAt] };
+        ? { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at) VALUES (?, '', '', -1, ?, ?)", params: [t.conversationId, t.epoch ?? 1, t.forgottenAt] }
+        : { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at) VALUES (?, ?, ?, ?, 0, ?)", params: [t.conversationId, t.id, t.contentHash ?? '', t.ord ?? 0, t.forgottenAt] };
     },
 
-    /** forget's tombstones for turns being removed (by row id), written in forget's transaction: never private ones. */
-    forgetTurnsStatement(rowids: readonly number[], nowIso: string): Statement {
+    /**
+     * forget's tombstones for turns being removed (by row id), written in forget's transaction — never for private
+     * ones —: each message's id and content hash, and the forget's clock (the conversation's next order key).
+     */
+    forgetTurnsStatement(conversationId: string, rowids: readonly number[], nowIso: string): Statement {
       return {
-        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at)
-              SELECT conversation_id, id, content_hash, ${ORIGIN}, ${ORD}, 0, ? FROM turns WHERE private = 0 AND rowid IN (SELECT value FROM json_each(?))`,
-        params: [nowIso, JSON.stringify(rowids)],
+        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at)
+              SELECT conversation_id, id, content_hash, ${NEXT_ORD}, 0, ? FROM turns WHERE private = 0 AND rowid IN (SELECT value FROM json_each(?))`,
+        params: [Date.parse(nowIso), conversationId, conversationId, nowIso, JSON.stringify(rowids)],
       };
     },
 
     /** forget's tombstone for a whole conversation: its epoch ends, here and on every replica that hears of it. */
     forgetConversationStatement(conversationId: string, nowIso: string): Statement {
       return {
-        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin, origin_ord, epoch, forgotten_at)
-              VALUES (?1, '', '', '', -1, MAX(COALESCE((SELECT MAX(epoch) FROM sync_tombstones WHERE conversation_id = ?1 AND turn_id = ''), 0), COALESCE((SELECT MAX(epoch) FROM turns WHERE conversation_id = ?1), 0)) + 1, ?2)`,
+        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at)
+              VALUES (?1, '', '', -1, MAX(COALESCE((SELECT MAX(epoch) FROM sync_tombstones WHERE conversation_id = ?1 AND turn_id = ''), 0), COALESCE((SELECT MAX(epoch) FROM turns WHERE conversation_id = ?1), 0)) + 1, ?2)`,
         params: [conversationId, nowIso],
       };
     },

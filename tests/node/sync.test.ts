@@ -186,6 +186,28 @@ describe('sync: forget', () => {
     for (const m of [a, b, c]) expect(has(await m.exportDatabase(), 'Vexmorrow')).toBe(false);
   });
 
+  it('a message stored on two replicas on its own (the device and the edge both stored it) is forgotten on both', async () => {
+    const device = await memory();
+    const edge = await memory();
+    const said = [user('my passport number is Krellwick 0042', { id: 'm1' }), assistant('Saved.', { id: 'm2' })];
+    await device.onTurnComplete({ conversationId: 'c', messages: said });
+    await edge.onTurnComplete({ conversationId: 'c', messages: said });
+    await device.sync(edge);
+    expect(await ids(device, 'c')).toEqual(['m1', 'm2']);
+    await device.forget({ conversationId: 'c', messageIds: ['m1'] });
+    expect((await edge.sync(device)).forgotten).toBe(1);
+    expect(quiet(await device.sync(edge))).toBe(0);
+    for (const m of [device, edge]) {
+      expect(await ids(m, 'c')).toEqual(['m2']);
+      expect(has(await m.exportDatabase(), 'Krellwick')).toBe(false);
+    }
+    // Sent again after the forget (an app re-sending its history): a new message, stored and synced like any other.
+    await device.onTurnComplete({ conversationId: 'c', messages: [said[0]!] });
+    await edge.sync(device);
+    expect(await ids(edge, 'c')).toEqual(['m2', 'm1']);
+    expect(quiet(await edge.sync(device))).toBe(0);
+  });
+
   it('forgetting a conversation also removes what another device wrote to it offline before it heard', async () => {
     const a = await memory();
     const b = await memory();
