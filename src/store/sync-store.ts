@@ -124,8 +124,10 @@ function createSyncReads(driver: StorageDriver) {
     /** Pin states of the conversations (all: null) — pins and unpins with their times. */
     async pins(conversations: readonly string[] | null): Promise<SyncPin[]> {
       const c = inConversations(conversations);
-      const pinned = await driver.query<{ conversation_id: string; turn_id: string; pinned_at: string }>(`SELECT conversation_id, turn_id, pinned_at FROM pins WHERE 1 = 1${c.sql} ORDER BY conversation_id, turn_id`, c.params);
-      const unpinned = await driver.query<{ conversation_id: string; turn_id: string; unpinned_at: string }>(`SELECT conversation_id, turn_id, unpinned_at FROM sync_unpins WHERE 1 = 1${c.sql} ORDER BY conversation_id, turn_id`, c.params);
+      // Not a private turn's: its id stays where it was written too.
+      const shared = (table: string) => `NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = ${table}.conversation_id AND t.id = ${table}.turn_id AND t.private = 1)`;
+      const pinned = await driver.query<{ conversation_id: string; turn_id: string; pinned_at: string }>(`SELECT conversation_id, turn_id, pinned_at FROM pins WHERE ${shared('pins')}${c.sql} ORDER BY conversation_id, turn_id`, c.params);
+      const unpinned = await driver.query<{ conversation_id: string; turn_id: string; unpinned_at: string }>(`SELECT conversation_id, turn_id, unpinned_at FROM sync_unpins WHERE ${shared('sync_unpins')}${c.sql} ORDER BY conversation_id, turn_id`, c.params);
       return [
         ...pinned.map((p) => ({ conversationId: p.conversation_id, messageId: p.turn_id, pinned: true, at: p.pinned_at })),
         ...unpinned.map((p) => ({ conversationId: p.conversation_id, messageId: p.turn_id, pinned: false, at: p.unpinned_at })),

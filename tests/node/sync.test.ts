@@ -229,6 +229,14 @@ describe('sync: what never moves, and conflicts', () => {
     const a = await memory();
     const b = await memory();
     await a.onTurnComplete({ conversationId: 'c', messages: [user('public words', { id: 'p' }), user('my diagnosis is Glimmerpox', { id: 'q', private: true })] });
+    await a.pin('c', 'q');
+    await a.forget({ conversationId: 'c', messageIds: ['q'] });
+    await a.onTurnComplete({ conversationId: 'c', messages: [user('my diagnosis is Glimmerpox again', { id: 'q2', private: true })] });
+    await a.pin('c', 'q2');
+    const { replica } = await b.syncState('');
+    const batch = await a.syncChanges({ to: replica, cursor: { turns: 0, tombstones: 0 } });
+    // Nothing of them leaves: not the turn, not a tombstone of one, not a pin naming one.
+    expect(JSON.stringify(batch)).not.toMatch(/q2?"|Glimmerpox/);
     await b.sync(a);
     expect(await ids(b, 'c')).toEqual(['p']);
     expect(has(await b.exportDatabase(), 'Glimmerpox')).toBe(false);
