@@ -8,6 +8,7 @@ import { $, el } from './dom.js';
 import { clearInspector, jump, renderContext } from './inspector.js';
 import { EXAMPLE, EXAMPLE_QUESTION } from './example.js';
 import { ENGINE_KEYS, type Settings, readForm, readable, settingsForm, validate, writeForm } from './settings.js';
+import { setupSync } from './sync.js';
 
 const statusEl = $('status');
 let memory: ConnectedMemory | undefined;
@@ -386,3 +387,4 @@ conversationId = (await get<string>('pagewise-demo-conversation')) ?? 'demo';
 await loadInspections();
 showMode();
 restart();
+setupSync({ memory: async () => { await starting; return memory; }, settings: () => settings, conversationId: () => conversationId, switchTo, refresh });

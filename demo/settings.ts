@@ -1,11 +1,14 @@
 // The demo's settings: the form, read and written, and checked with the engine's own validation before saving.
 import { resolveOptions } from '../src/engine/options.js';
+import { remoteMemory } from '../src/client.js';
 import { $ } from './dom.js';
 
 export type Provider = 'offline' | 'openai' | 'anthropic';
 export interface Settings {
   provider: Provider; baseUrl: string; model: string; apiKey: string;
   contextWindow: number; reserveTokens: number; targetTokens: number; memoryTokens: number; protectedRecentTurns: number;
+  /** Sync with the edge: the endpoint (examples/edge under `wrangler dev` by default) and the bearer token it accepts. */
+  syncUrl: string; syncToken: string;
 }
 // The memory settings the engine takes. The demo's defaults (index.html) are small on purpose: a history target of
 // 128 tokens means a conversation of a few messages is no longer sent whole, so recall shows within a short chat.
@@ -29,7 +32,7 @@ export function readForm(): Settings {
   return {
     provider: String(f.get('provider')) as Provider, baseUrl: String(f.get('baseUrl') ?? '').trim(), model: String(f.get('model') ?? '').trim(),
     apiKey: String(f.get('apiKey') ?? ''), contextWindow: n('contextWindow'), reserveTokens: n('reserveTokens'), targetTokens: n('targetTokens'), memoryTokens: n('memoryTokens'),
-    protectedRecentTurns: n('protectedRecentTurns'),
+    protectedRecentTurns: n('protectedRecentTurns'), syncUrl: String(f.get('syncUrl') ?? '').trim(), syncToken: String(f.get('syncToken') ?? '').trim(),
   };
 }
 
@@ -56,6 +59,17 @@ export function validate(s: Settings): string | null {
       return `base URL "${s.baseUrl}" is not a URL (e.g. http://localhost:11434/v1)`;
     }
     if (!s.model) return 'model is required (the name your endpoint serves)';
+  }
+  return validateSync(s);
+}
+
+/** The sync URL and token, checked as remoteMemory() checks them (https off this machine); the token may wait. */
+function validateSync(s: Settings): string | null {
+  if (s.syncToken && !/^[\x21-\x7e]+$/.test(s.syncToken)) return 'sync token must be printable characters without spaces (the token the edge lists)';
+  try {
+    remoteMemory(s.syncUrl, { token: s.syncToken || 'unset' });
+  } catch (e) {
+    return readable(e).replace(/remoteMemory's url/g, 'sync URL').replace(/, or allowHttp: true on a network you trust/, '');
   }
   return null;
 }

@@ -39,6 +39,12 @@ export async function syncChecks(check, port, alice, bob) {
     const bobDown = await bobs.sync(remoteMemory(url, { token: bob }));
     check('sync: a wrong token is UNAUTHENTICATED; bob pulls nothing of alice\'s', isPagewiseError(refused, 'UNAUTHENTICATED') && bobDown.pulled === 0,
       `wrong token: ${refused?.code ?? 'accepted'}; bob pulled ${bobDown.pulled}`);
+    // CORS (wrangler.jsonc's PAGEWISE_ALLOWED_ORIGINS): the demo's page may call the endpoint, another origin's may not.
+    const preflight = (origin) => fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    const [demo, other] = [await preflight('http://localhost:5173'), await preflight('https://elsewhere.example')];
+    check('sync: CORS — the demo\'s origin (PAGEWISE_ALLOWED_ORIGINS) may call it from a page, another origin may not',
+      demo.status === 204 && demo.headers.get('access-control-allow-origin') === 'http://localhost:5173' && other.headers.get('access-control-allow-origin') === null,
+      `http://localhost:5173: ${demo.status} allow-origin ${demo.headers.get('access-control-allow-origin')}; https://elsewhere.example: ${other.status} allow-origin ${other.headers.get('access-control-allow-origin')}`);
     return order;
   } catch (e) {
     check('sync: the sync checks ran', false, e?.message ?? String(e));

@@ -14,6 +14,11 @@ interface Env {
   UPSTREAM_KEY?: string;
   /** Who may use the proxy and sync: "token:user,token:user". A secret: `npx wrangler secret put PAGEWISE_CLIENT_TOKENS`. */
   PAGEWISE_CLIENT_TOKENS?: string;
+  /**
+   * Origins whose pages may call the sync endpoint from a browser (CORS), comma-separated: e.g. the demo's
+   * `http://localhost:5173`. Default none: only non-browser clients and same-origin pages. Tokens are still required.
+   */
+  PAGEWISE_ALLOWED_ORIGINS?: string;
   /** Optional: Workers AI, for embeddings (bge-small-en-v1.5). */
   AI?: unknown;
 }
@@ -40,6 +45,7 @@ export default {
       return syncEndpoint<Env>({
         memory: (user) => memoryStub(env.MEMORY_USERS, `user:${encodeURIComponent(user)}`),
         authenticate,
+        allowedOrigins: (env.PAGEWISE_ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim()).filter(Boolean),
       })(request, env);
     }
     return memoryProxy({

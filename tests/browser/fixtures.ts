@@ -1,4 +1,4 @@
-import { test as base, expect, type Page } from '@playwright/test';
+import { test as base, expect, type BrowserContext, type Page } from '@playwright/test';
 
 type Outcome = { value?: unknown; error?: { name: string; code?: string; path?: string; message: string } };
 
@@ -24,15 +24,27 @@ export function harness(page: Page) {
  */
 export const test = base.extend<{ external: string[] }>({
   external: async ({ context, baseURL }, use) => {
-    const external: string[] = [];
-    await context.route((url) => !url.href.startsWith(baseURL!), (route) => {
-      external.push(route.request().url());
-      return route.abort();
-    });
+    const external = await blockExternal(context, baseURL!);
     await use(external);
     expect(external, 'requests outside the local server').toEqual([]);
   },
 });
+
+/**
+ * Blocks and records every request of `context` outside `baseURL`, except those starting with one of `allowed` (a
+ * local server of the test's; the list may grow while the test runs). The fixture above does this for `context`; a
+ * test that opens its own contexts (browser.newContext()) calls it for each.
+ */
+export async function blockExternal(context: BrowserContext, baseURL: string, allowed: string[] = []): Promise<string[]> {
+  const external: string[] = [];
+  await context.route((url) => !url.href.startsWith(baseURL), (route) => {
+    const url = route.request().url();
+    if (allowed.some((a) => url.startsWith(a))) return route.fallback();
+    external.push(url);
+    return route.abort();
+  });
+  return external;
+}
 
 export async function openHarness(page: Page): Promise<void> {
   await page.goto('/tests/browser/harness/');

@@ -1,7 +1,5 @@
 import { defineConfig } from '@playwright/test';
-
-// PAGEWISE_TEST_PORT lets two checkouts run their browser tests side by side (each its own preview server).
-const port = Number(process.env.PAGEWISE_TEST_PORT ?? 4179);
+import { EDGE_PORT, PREVIEW_PORT as port } from './servers.js';
 
 // Debian's Chromium (apt package `chromium`): Playwright cannot download browsers here. The background-networking
 // flags keep Chromium from dialling out, which this machine's closed network refuses.
@@ -22,11 +20,20 @@ export default defineConfig({
     },
   },
   // A production build served by `vite preview`: the dev server's dependency re-optimisation reloads pages mid-test.
-  webServer: {
+  webServer: [{
     command: `npx vite build && npx vite preview --host 127.0.0.1 --port ${port} --strictPort`,
     cwd: '../..',
     url: `http://127.0.0.1:${port}/tests/browser/harness/`,
     reuseExistingServer: !process.env.CI,
     timeout: 180_000,
-  },
+  }, {
+    // The example Worker (examples/edge) in workerd, what sync.spec.ts's browser profiles sync through: no wrangler,
+    // no network (edge-server.ts). It answers no GET with a status Playwright waits for, so the port is watched.
+    command: 'npx tsx tests/browser/edge-server.ts',
+    cwd: '../..',
+    port: EDGE_PORT,
+    reuseExistingServer: !process.env.CI,
+    timeout: 60_000,
+    gracefulShutdown: { signal: 'SIGTERM', timeout: 5_000 },
+  }],
 });
