@@ -86,7 +86,7 @@ async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTu
  * sort after every stored one are appended; otherwise the stored turns after the first place move down (their seq,
  * the only column that may change) and what is derived from positions there is dropped, to be rebuilt.
  */
-async function place(d: SyncApplyDeps, conversationId: string, incoming: IncomingTurn[], countKey: string | null, count: (text: string) => number, nowIso: string): Promise<Statement[]> {
+async function place(d: SyncApplyDeps, from: string, conversationId: string, incoming: IncomingTurn[], countKey: string | null, count: (text: string) => number, nowIso: string): Promise<Statement[]> {
   const { driver, sync } = d;
   const sorted = [...incoming].sort(compareTurns);
   const last = await driver.query<OrderRow>(`SELECT seq, origin_ord AS ord, CASE origin WHEN '' THEN (SELECT value FROM pagewise_meta WHERE key = 'replica') ELSE origin END AS origin, id FROM turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1`, [conversationId]);
@@ -94,7 +94,7 @@ async function place(d: SyncApplyDeps, conversationId: string, incoming: Incomin
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
   ];
-  const insert = (t: IncomingTurn, seq: number) => statements.push(...sync.insertTurn(conversationId, seq, t, countKey, countKey === null ? 0 : count(t.text), nowIso));
+  const insert = (t: IncomingTurn, seq: number) => statements.push(...sync.insertTurn(conversationId, seq, t, from, countKey, countKey === null ? 0 : count(t.text), nowIso));
   if (!last[0] || compareTurns(orderKey(last[0]), sorted[0]!) < 0) {
     const base = last[0] ? Number(last[0].seq) + 1 : 0;
     sorted.forEach((t, i) => insert(t, base + i));
@@ -185,7 +185,7 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   for (const [conversationId, turns] of groupBy(batch.turns, (t) => t.conversationId)) {
     const lacking = await fresh(d, conversationId, turns, applied.conflicts);
     if (lacking.length === 0) continue;
-    statements.push(...(await place(d, conversationId, lacking, countKey, (text) => tok.count(text), nowIso)));
+    statements.push(...(await place(d, batch.from, conversationId, lacking, countKey, (text) => tok.count(text), nowIso)));
     applied.turns += lacking.length;
     changed.add(conversationId);
   }

@@ -219,10 +219,12 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `ALTER TABLE turns ADD COLUMN origin TEXT NOT NULL DEFAULT ''`,
     `ALTER TABLE turns ADD COLUMN origin_ord INTEGER NOT NULL DEFAULT 0`,
     `ALTER TABLE turns ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`,
+    // The replica a turn was received from ('' written here): not offered back to it.
+    `ALTER TABLE turns ADD COLUMN via TEXT NOT NULL DEFAULT ''`,
     `DROP TRIGGER turns_no_update`,
     `UPDATE turns SET origin_ord = rowid`,
     `CREATE INDEX turns_by_ord ON turns (conversation_id, origin_ord)`,
-    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch ON turns
+    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch, via ON turns
       BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,
     `CREATE TABLE sync_tombstones (
       rowid INTEGER PRIMARY KEY,

@@ -66,12 +66,12 @@ function createSyncReads(driver: StorageDriver) {
       return { turns: Number(rows[0]?.turns ?? 0), tombstones: Number(rows[0]?.tombstones ?? 0) };
     },
 
-    /** Shareable turns after row `after` (never private ones, nor those that came from `to`), by row id. */
+    /** Shareable turns after row `after` (never private ones, nor those written on `to` or received from it), by row id. */
     async changedTurns(after: number, to: string, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
       const c = inConversations(conversations);
       return await driver.query<ChangeRow>(
         `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord, epoch
-         FROM turns WHERE rowid > ? AND private = 0 AND origin <> ?${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
+         FROM turns WHERE rowid > ? AND private = 0 AND origin <> ?2 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
     },
 
     async tombstones(after: number, conversations: readonly string[] | null, limit: number): Promise<{ rowid: number; tombstone: SyncTombstone }[]> {
@@ -188,13 +188,13 @@ function createSyncWrites() {
      * A received turn stored at `seq`, verbatim with its origin, order key and epoch, indexed for full-text search
      * and with its token count (the statements append() writes for a turn written here).
      */
-    insertTurn(conversationId: string, seq: number, t: SyncTurn & { message: ChatMessage; text: string; createdMs: number }, countKey: string | null, tokens: number, nowIso: string): Statement[] {
+    insertTurn(conversationId: string, seq: number, t: SyncTurn & { message: ChatMessage; text: string; createdMs: number }, via: string, countKey: string | null, tokens: number, nowIso: string): Statement[] {
       const m = t.message;
       const out: Statement[] = [{
-        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch)
-              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch, via)
+              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
         params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null), m.toolCalls ? JSON.stringify(m.toolCalls) : null,
-          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, t.epoch],
+          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, t.epoch, via],
       }, {
         sql: 'INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)',
         params: [conversationId, t.id, t.text, m.name ?? ''],

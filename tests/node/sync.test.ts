@@ -274,6 +274,27 @@ describe('sync: pins, aliases, filters', () => {
     expect(quiet(await a.sync(b))).toBe(0);
   });
 
+  it('turns are not offered back to the replica they came from, nor to the one that wrote them', async () => {
+    const laptop = await memory();
+    const edge = await memory();
+    const phone = await memory();
+    await laptop.onTurnComplete({ conversationId: 'c', messages: Array.from({ length: 30 }, (_, i) => user(`message ${i}`, { id: `m${i}` })) });
+    await laptop.sync(edge);
+    const pushes: number[] = [];
+    await phone.sync(edge, { onProgress: (p) => { if (p.direction === 'push') pushes.push(p.bytes); } });
+    const { replica: edgeId } = await edge.syncState('');
+    const { replica: laptopId } = await laptop.syncState('');
+    const zero = { turns: 0, tombstones: 0 };
+    expect((await phone.syncChanges({ to: edgeId, cursor: zero })).turns).toEqual([]);
+    expect((await phone.syncChanges({ to: laptopId, cursor: zero })).turns).toEqual([]);
+    expect((await edge.syncChanges({ to: laptopId, cursor: zero })).turns).toEqual([]);
+    // A third replica still gets them from whoever has them.
+    const { replica: tabletId } = await (await memory()).syncState('');
+    expect((await phone.syncChanges({ to: tabletId, cursor: zero })).turns).toHaveLength(30);
+    expect(pushes).toHaveLength(1);
+    expect(pushes[0]!).toBeLessThan(1000);
+  });
+
   it('a sync limited to some conversations moves only those, and keeps its own cursor', async () => {
     const a = await memory();
     const b = await memory();
