@@ -4,7 +4,7 @@
  * never text), pins and manual aliases. What never moves: private turns, and everything derived (tags, summaries,
  * vectors, statistics), which each replica rebuilds from its own turns.
  */
-import type { ChatMessage } from './types.js';
+import type { ExportedTurn } from './types-data.js';
 
 /**
  * How far a receiving replica has read a sender's changes: the sender's turn and tombstone row positions. Kept by
@@ -37,19 +37,15 @@ export interface SyncRequest {
   maxBytes?: number;
 }
 
-/** A turn as it travels: the stored original with its id, hash, and where it was first written. */
-export interface SyncTurn {
+/**
+ * A turn as it travels: the stored original as `export` gives it (never a private one), with its conversation, its
+ * hash, and where it was first written.
+ */
+export interface SyncTurn extends Omit<ExportedTurn, 'private'> {
   conversationId: string;
-  id: string;
-  role: ChatMessage['role'];
-  name?: string;
-  content: ChatMessage['content'];
-  toolCalls?: ChatMessage['toolCalls'];
-  toolCallId?: string;
-  createdAt: string;
   /** SHA-256 of the message as stored (the receiver checks it). */
   contentHash: string;
-  /** The replica the turn was first written on, and its position there (orders concurrent writes). */
+  /** The replica the turn was first written on, and its order key there (the converged order's first key). */
   origin: string;
   ord: number;
   /** The conversation's forget epoch on its origin when written (a forget of the whole conversation ends an epoch). */
