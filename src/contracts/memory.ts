@@ -76,7 +76,7 @@ export interface Memory {
   syncState(peer: string, conversations?: string[]): Promise<SyncState>;
   /** Sync's read: a batch of this replica's changes after the receiver's cursor, sized to `maxTurns` and `maxBytes`. */
   syncChanges(request: SyncRequest): Promise<SyncBatch>;
-  /** Sync's write: applies another replica's batch in one transaction, with the cursor it reached. */
+  /** Sync's write: applies another replica's batch (its turns in one transaction), then records the cursor it reached. */
   applySync(batch: SyncBatch): Promise<SyncApplied>;
   /** Finishes pending work and releases the storage. Later calls fail with ENGINE_CLOSED. */
   close(): Promise<void>;

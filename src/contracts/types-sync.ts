@@ -8,7 +8,8 @@ import type { ExportedTurn } from './types-data.js';
 
 /**
  * How far a receiving replica has read a sender's changes: the sender's turn and tombstone row positions. Kept by
- * the receiver, per sender and per conversation filter, in the same transaction as the batch it received.
+ * the receiver, per sender and per conversation filter, saved right after the batch's turns (a batch whose cursor
+ * was not saved is sent again, and its stored turns are skipped).
  */
 export interface SyncCursor {
   turns: number;
@@ -48,24 +49,20 @@ export interface SyncTurn extends Omit<ExportedTurn, 'private'> {
   /** The replica the turn was first written on, and its order key there (the converged order's first key). */
   origin: string;
   ord: number;
-  /** The conversation's forget epoch on its origin when written (a forget of the whole conversation ends an epoch). */
-  epoch: number;
 }
 
 /**
- * A forget, as it travels: ids and hashes, never text. With `id`: that message (same id and content) wherever a copy
- * of it was written before the forget (its order key below `ord`, the forget's clock). Without `id`: the whole
- * conversation — every turn of an epoch before `epoch`, on every replica, including turns written offline that the
- * forgetting replica never saw.
+ * A forget, as it travels: ids, hashes and a clock, never text. `ord` is the clock of the forget: the conversation's
+ * next order key on the replica that forgot. With `id`: that message (same id and content) wherever a copy of it was
+ * written before the forget (its order key below `ord`). Without `id`: the whole conversation — every turn of it
+ * written before the forget, on every replica, including turns written offline that the forgetting replica never
+ * saw; a turn written after a replica heard of the forget has a higher key and stays.
  */
 export interface SyncTombstone {
   conversationId: string;
   id?: string;
   contentHash?: string;
-  /** For a message: the clock of the forget (the conversation's next order key where it was forgotten). */
-  ord?: number;
-  /** For a whole conversation: turns with an epoch below this one are gone. */
-  epoch?: number;
+  ord: number;
   forgottenAt: string;
 }
 

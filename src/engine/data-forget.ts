@@ -41,9 +41,9 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           // A shorter conversation is tagged again whole (exactly as if the turns had never been stored: the same
           // tags whatever chunks its turns were imported in); a longer one only where the forgotten turns were.
           const retag = whole || Number(left[0]?.n ?? 0) <= RETAG_ALL_TURNS ? undefined : await retagPlan(d, conversationId, rows);
-          // Tombstones for sync, in the same transaction: ids and hashes, never text. Forgetting the conversation
-          // ends its epoch (turns of it written elsewhere before they heard of this go too); forgetting messages
-          // names each (id, content hash, and the clock of the forget: every copy of it written before goes).
+          // Tombstones for sync, in the same transaction: ids, hashes and the clock of the forget, never text.
+          // Forgetting the conversation removes every turn of it written before (elsewhere too, offline); forgetting
+          // messages names each (id and content hash: every copy of it written before goes).
           const nowIso = new Date().toISOString();
           const tombstones = o.messageIds === undefined && o.tag === undefined
             ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(conversationId, rows.map((r) => r.rowid), nowIso);

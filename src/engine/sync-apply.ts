@@ -44,8 +44,8 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
   for (const [conversationId, tombstones] of groupBy(batch.tombstones, (t) => t.conversationId)) {
     const statements = tombstones.map((t) => sync.tombstoneStatement(t));
     const stored = await sync.forgotten(conversationId, []);
-    const epoch = Math.max(stored.epoch, ...tombstones.map((t) => (t.id === undefined ? t.epoch ?? 0 : 0)));
-    const rows = await sync.covered(conversationId, epoch, tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined));
+    const before = Math.max(stored.before, ...tombstones.map((t) => (t.id === undefined ? t.ord : 0)));
+    const rows = await sync.covered(conversationId, before, tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined));
     if (rows.length === 0) {
       await driver.batch(statements);
       continue;
@@ -66,10 +66,10 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
 async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTurn[], conflicts: SyncConflict[]): Promise<IncomingTurn[]> {
   const { driver, sync } = d;
   const ids = turns.map((t) => t.id);
-  const { epoch, turns: gone } = await sync.forgotten(conversationId, ids);
+  const { before, turns: gone } = await sync.forgotten(conversationId, ids);
   const stored = new Map((await d.store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
   return turns.filter((t) => {
-    if (t.epoch < epoch || gone.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) return false;
+    if (t.ord < before || gone.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) return false;
     const hash = stored.get(t.id);
     if (hash === undefined) {
       if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) return true;

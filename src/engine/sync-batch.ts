@@ -52,14 +52,15 @@ function readTombstone(raw: unknown, path: string): SyncTombstone {
   const t = record(raw, path);
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
   const forgottenAt = iso(t.forgottenAt, `${path}.forgottenAt`);
-  if (t.id === undefined) return { conversationId, epoch: int(t.epoch, `${path}.epoch`, 1), forgottenAt };
-  return { conversationId, id: checkId(t.id, `${path}.id`), contentHash: hash(t.contentHash, `${path}.contentHash`), ord: int(t.ord, `${path}.ord`, 0), forgottenAt };
+  const ord = int(t.ord, `${path}.ord`, 0);
+  if (t.id === undefined) return { conversationId, ord, forgottenAt };
+  return { conversationId, id: checkId(t.id, `${path}.id`), contentHash: hash(t.contentHash, `${path}.contentHash`), ord, forgottenAt };
 }
 
 async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<IncomingTurn> {
   const t = record(raw, path);
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
-  const { conversationId: _c, contentHash: given, origin, ord, epoch, private: isPrivate, ...fields } = t;
+  const { conversationId: _c, contentHash: given, origin, ord, private: isPrivate, ...fields } = t;
   if (isPrivate !== undefined) invalid(`${path}.private`, 'is set: private turns never leave the replica they were written on.');
   const message = validateMessage(fields, path, maxBytes);
   if (message.id === undefined || message.createdAt === undefined) invalid(path, 'needs its id and createdAt, as syncChanges() gives them.');
@@ -67,7 +68,7 @@ async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<I
   if ((await contentHash(message)) !== contentHashGiven) invalid(`${path}.contentHash`, `does not match the message ${describe(message.id)} (changed on the way); nothing was applied.`);
   const turn: IncomingTurn = {
     conversationId, id: message.id, role: message.role, content: message.content, createdAt: message.createdAt, contentHash: contentHashGiven,
-    origin: readReplicaId(origin, `${path}.origin`), ord: int(ord, `${path}.ord`, 0), epoch: int(epoch, `${path}.epoch`, 0),
+    origin: readReplicaId(origin, `${path}.origin`), ord: int(ord, `${path}.ord`, 0),
     message, text: messageText(message), createdMs: Date.parse(message.createdAt),
   };
   if (message.name !== undefined) turn.name = message.name;

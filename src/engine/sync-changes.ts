@@ -40,7 +40,7 @@ export function readCursor(value: unknown, path: string): SyncCursor {
 function syncTurn(r: ChangeRow): SyncTurn {
   const t: SyncTurn = {
     conversationId: r.conversation_id, id: r.id, role: r.role as SyncTurn['role'], content: JSON.parse(r.content) as SyncTurn['content'],
-    createdAt: r.created_at, contentHash: r.content_hash, origin: r.origin, ord: Number(r.ord), epoch: Number(r.epoch),
+    createdAt: r.created_at, contentHash: r.content_hash, origin: r.origin, ord: Number(r.ord),
   };
   if (r.name !== null) t.name = r.name;
   if (r.tool_calls !== null) t.toolCalls = JSON.parse(r.tool_calls) as SyncTurn['toolCalls'];

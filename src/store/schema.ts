@@ -211,20 +211,19 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   // 9: sync (issue 28). Each turn says where it was first written ('' here: this replica, whose random id is in
   // pagewise_meta), its order key there (a hybrid logical clock per conversation: the time of writing in ms, or one
   // past the largest key the conversation held then; turns stored before sync take their row id, so they come first),
-  // and the conversation's forget epoch it was written in. Every replica orders a conversation by (key, origin, id),
+  // and the replica it was received from. Every replica orders a conversation by (key, origin, id),
   // so seq becomes the local position in that converged order: it may move when turns written elsewhere arrive; every
-  // other column stays verbatim (the trigger). Tombstones hold ids and hashes of what was forgotten, never text; a
-  // receiver keeps a cursor per sender.
+  // other column stays verbatim (the trigger). Tombstones hold ids, hashes and the clock of the forget, never text
+  // (turn_id '': the whole conversation before that clock); a receiver keeps a cursor per sender.
   [
     `ALTER TABLE turns ADD COLUMN origin TEXT NOT NULL DEFAULT ''`,
     `ALTER TABLE turns ADD COLUMN origin_ord INTEGER NOT NULL DEFAULT 0`,
-    `ALTER TABLE turns ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`,
     // The replica a turn was received from ('' written here): not offered back to it.
     `ALTER TABLE turns ADD COLUMN via TEXT NOT NULL DEFAULT ''`,
     `DROP TRIGGER turns_no_update`,
     `UPDATE turns SET origin_ord = rowid`,
     `CREATE INDEX turns_by_ord ON turns (conversation_id, origin_ord)`,
-    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch, via ON turns
+    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, via ON turns
       BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,
     `CREATE TABLE sync_tombstones (
       rowid INTEGER PRIMARY KEY,
@@ -232,9 +231,8 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       turn_id TEXT NOT NULL,
       content_hash TEXT NOT NULL,
       origin_ord INTEGER NOT NULL,
-      epoch INTEGER NOT NULL,
       forgotten_at TEXT NOT NULL,
-      UNIQUE (conversation_id, turn_id, content_hash, origin_ord, epoch)
+      UNIQUE (conversation_id, turn_id, content_hash, origin_ord)
     )`,
     `CREATE TABLE sync_peers (
       peer TEXT NOT NULL,

@@ -27,7 +27,6 @@ export interface ChangeRow {
   content_hash: string;
   origin: string;
   ord: number;
-  epoch: number;
 }
 
 /** A stored turn's place in the order (what the merge compares). */
@@ -40,10 +39,9 @@ export interface OrderRow {
   created_ms: number;
   origin: string;
   ord: number;
-  epoch: number;
 }
 
-type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin_ord: number; epoch: number; forgotten_at: string };
+type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin_ord: number; forgotten_at: string };
 
 /** `AND conversation_id IN (…)` as one JSON parameter (any number of conversations, one bound value). */
 function inConversations(conversations: readonly string[] | null, column = 'conversation_id'): { sql: string; params: SqlValue[] } {
@@ -70,49 +68,51 @@ function createSyncReads(driver: StorageDriver) {
     async changedTurns(after: number, to: string, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
       const c = inConversations(conversations);
       return await driver.query<ChangeRow>(
-        `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord, epoch
+        `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord
          FROM turns WHERE rowid > ? AND private = 0 AND origin <> ?2 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
     },
 
     async tombstones(after: number, conversations: readonly string[] | null, limit: number): Promise<{ rowid: number; tombstone: SyncTombstone }[]> {
       const c = inConversations(conversations);
-      const rows = await driver.query<TombstoneRow>(`SELECT rowid, conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at FROM sync_tombstones WHERE rowid > ?${c.sql} ORDER BY rowid LIMIT ?`, [after, ...c.params, limit]);
+      const rows = await driver.query<TombstoneRow>(`SELECT rowid, conversation_id, turn_id, content_hash, origin_ord, forgotten_at FROM sync_tombstones WHERE rowid > ?${c.sql} ORDER BY rowid LIMIT ?`, [after, ...c.params, limit]);
       return rows.map((r) => ({
         rowid: Number(r.rowid),
         tombstone: r.turn_id === ''
-          ? { conversationId: r.conversation_id, epoch: Number(r.epoch), forgottenAt: r.forgotten_at }
+          ? { conversationId: r.conversation_id, ord: Number(r.origin_ord), forgottenAt: r.forgotten_at }
           : { conversationId: r.conversation_id, id: r.turn_id, contentHash: r.content_hash, ord: Number(r.origin_ord), forgottenAt: r.forgotten_at },
       }));
     },
 
     /**
-     * The conversation's current epoch, and for each of `ids` that was forgotten: the message's content hash and the
-     * clock of the forget, by id (an instance of that message written before the forget is forgotten).
+     * The clock of the conversation's last whole forget (turns with a lower key are forgotten; 0: none), and for each
+     * of `ids` that was forgotten: the message's content hash and the clock of the forget (a copy of that message
+     * written before it is forgotten).
      */
-    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ epoch: number; turns: Map<string, { hash: string; ord: number }[]> }> {
-      const e = await driver.query<{ epoch: number }>("SELECT COALESCE(MAX(epoch), 0) AS epoch FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ''", [conversationId]);
+    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ before: number; turns: Map<string, { hash: string; ord: number }[]> }> {
+      const e = await driver.query<{ before: number }>("SELECT COALESCE(MAX(origin_ord), 0) AS before FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ''", [conversationId]);
       const rows = await driver.query<{ turn_id: string; content_hash: string; origin_ord: number }>(
         "SELECT turn_id, content_hash, origin_ord FROM sync_tombstones WHERE conversation_id = ? AND turn_id IN (SELECT value FROM json_each(?)) AND turn_id <> ''", [conversationId, JSON.stringify(ids)]);
       const turns = new Map<string, { hash: string; ord: number }[]>();
       for (const r of rows) turns.set(r.turn_id, [...(turns.get(r.turn_id) ?? []), { hash: r.content_hash, ord: Number(r.origin_ord) }]);
-      return { epoch: Number(e[0]?.epoch ?? 0), turns };
+      return { before: Number(e[0]?.before ?? 0), turns };
     },
 
     /**
-     * Stored turns a tombstone covers: of an epoch before `epoch`, or a message named (same id and content) written
-     * before its forget (an order key below the forget's clock: a copy stored again later is a new message).
+     * Stored turns a tombstone covers: written before the conversation was forgotten whole (an order key below
+     * `before`), or a message named (same id and content) written before its forget (a copy stored again later is a
+     * new message).
      */
-    async covered(conversationId: string, epoch: number, turns: readonly SyncTombstone[]): Promise<{ rowid: number; seq: number; id: string; text: string; name: string | null }[]> {
+    async covered(conversationId: string, before: number, turns: readonly SyncTombstone[]): Promise<{ rowid: number; seq: number; id: string; text: string; name: string | null }[]> {
       const named = JSON.stringify(turns.map((t) => [t.id, t.contentHash, t.ord]));
       return await driver.query(
-        `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND (epoch < ?2 OR EXISTS (
+        `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND (${ORD} < ?2 OR EXISTS (
            SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = turns.id AND j.value ->> 1 = turns.content_hash AND ${ORD} < j.value ->> 2)) ORDER BY seq`,
-        [conversationId, epoch, named]);
+        [conversationId, before, named]);
     },
 
     /** Every turn of a conversation with what orders it, by seq. */
     async order(conversationId: string): Promise<OrderRow[]> {
-      return await driver.query<OrderRow>(`SELECT rowid, seq, id, content_hash, created_ms, ${ORIGIN} AS origin, ${ORD} AS ord, epoch FROM turns WHERE conversation_id = ? ORDER BY seq`, [conversationId]);
+      return await driver.query<OrderRow>(`SELECT rowid, seq, id, content_hash, created_ms, ${ORIGIN} AS origin, ${ORD} AS ord FROM turns WHERE conversation_id = ? ORDER BY seq`, [conversationId]);
     },
 
     /** Which of `ids` are stored turns of the conversation. */
@@ -159,8 +159,8 @@ function createSyncWrites() {
     /** Records a tombstone (an insert that a repeat ignores). */
     tombstoneStatement(t: SyncTombstone): Statement {
       return t.id === undefined
-        ? { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at) VALUES (?, '', '', -1, ?, ?)", params: [t.conversationId, t.epoch ?? 1, t.forgottenAt] }
-        : { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at) VALUES (?, ?, ?, ?, 0, ?)", params: [t.conversationId, t.id, t.contentHash ?? '', t.ord ?? 0, t.forgottenAt] };
+        ? { sql: "INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at) VALUES (?, '', '', ?, ?)", params: [t.conversationId, t.ord, t.forgottenAt] }
+        : { sql: 'INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at) VALUES (?, ?, ?, ?, ?)', params: [t.conversationId, t.id, t.contentHash ?? '', t.ord, t.forgottenAt] };
     },
 
     /**
@@ -169,32 +169,35 @@ function createSyncWrites() {
      */
     forgetTurnsStatement(conversationId: string, rowids: readonly number[], nowIso: string): Statement {
       return {
-        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at)
-              SELECT conversation_id, id, content_hash, ${NEXT_ORD}, 0, ? FROM turns WHERE private = 0 AND rowid IN (SELECT value FROM json_each(?))`,
+        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at)
+              SELECT conversation_id, id, content_hash, ${NEXT_ORD}, ? FROM turns WHERE private = 0 AND rowid IN (SELECT value FROM json_each(?))`,
         params: [Date.parse(nowIso), conversationId, conversationId, nowIso, JSON.stringify(rowids)],
       };
     },
 
-    /** forget's tombstone for a whole conversation: its epoch ends, here and on every replica that hears of it. */
+    /**
+     * forget's tombstone for a whole conversation: the clock of the forget (the conversation's next order key). Every
+     * turn of it with a lower key goes, on every replica that hears of it — turns written offline elsewhere before
+     * then too; a turn written after hearing of it has a higher key (NEXT_ORD counts the forgets) and stays.
+     */
     forgetConversationStatement(conversationId: string, nowIso: string): Statement {
       return {
-        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, epoch, forgotten_at)
-              VALUES (?1, '', '', -1, MAX(COALESCE((SELECT MAX(epoch) FROM sync_tombstones WHERE conversation_id = ?1 AND turn_id = ''), 0), COALESCE((SELECT MAX(epoch) FROM turns WHERE conversation_id = ?1), 0)) + 1, ?2)`,
-        params: [conversationId, nowIso],
+        sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at) VALUES (?, '', '', ${NEXT_ORD}, ?)`,
+        params: [conversationId, Date.parse(nowIso), conversationId, conversationId, nowIso],
       };
     },
 
     /**
-     * A received turn stored at `seq`, verbatim with its origin, order key and epoch, indexed for full-text search
+     * A received turn stored at `seq`, verbatim with its origin and order key, indexed for full-text search
      * and with its token count (the statements append() writes for a turn written here).
      */
     insertTurn(conversationId: string, seq: number, t: SyncTurn & { message: ChatMessage; text: string; createdMs: number }, via: string, countKey: string | null, tokens: number, nowIso: string): Statement[] {
       const m = t.message;
       const out: Statement[] = [{
-        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, epoch, via)
-              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, via)
+              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
         params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null), m.toolCalls ? JSON.stringify(m.toolCalls) : null,
-          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, t.epoch, via],
+          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, via],
       }, {
         sql: 'INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)',
         params: [conversationId, t.id, t.text, m.name ?? ''],

@@ -347,15 +347,13 @@ export const NEXT_ROWID = `(SELECT MAX(COALESCE(MAX(rowid), 0), COALESCE((SELECT
 
 /**
  * A new turn's order key (schema 9): the time of writing in ms, or one past the conversation's largest key when that
- * is later — of its turns and of the clocks its message forgets carry (a hybrid logical clock: a turn written here
- * sorts after every turn this replica held then, and counts as written after every forget it had heard of). Binds
- * the time, then the conversation id twice.
+ * is later — of its turns and of the clocks its forgets carry (a hybrid logical clock: a turn written here sorts
+ * after every turn this replica held then, and counts as written after every forget it had heard of). Binds the
+ * time, then the conversation id twice.
  */
 export const NEXT_ORD = `MAX(?, (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM turns WHERE conversation_id = ?),
-  (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM sync_tombstones WHERE conversation_id = ? AND turn_id <> ''))`;
+  (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM sync_tombstones WHERE conversation_id = ?))`;
 
-/** The conversation's forget epoch (bound once: its id): one past each whole-conversation forget (sync tombstones). */
-export const EPOCH_OF_CONVERSATION = `(SELECT COALESCE(MAX(epoch), 0) FROM sync_tombstones WHERE conversation_id = ? AND turn_id = '')`;
 
 function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
   const statements: Statement[] = [
@@ -367,12 +365,12 @@ function appendRows(conversationId: string, base: number, turns: readonly NewTur
     const m = t.message;
     const seq = base + i;
     statements.push({
-        // Written here: origin '' (this replica), in the conversation's current forget epoch (sync, schema 9).
-        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord, epoch)
-              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEXT_ORD}, ${EPOCH_OF_CONVERSATION})`,
+        // Written here: origin '' (this replica), its order key the conversation's clock (sync, schema 9).
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord)
+              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEXT_ORD})`,
         params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
           m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, m.private ? 1 : 0,
-          nowMs, conversationId, conversationId, conversationId],
+          nowMs, conversationId, conversationId],
     }, {
       sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
       params: [conversationId, seq, t.text, m.name ?? ''],

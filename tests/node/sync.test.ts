@@ -208,12 +208,33 @@ describe('sync: forget', () => {
     expect(quiet(await edge.sync(device))).toBe(0);
   });
 
+  it('two replicas that forget one conversation without hearing of each other: every turn written before either goes', async () => {
+    const a = await memory();
+    const b = await memory();
+    await a.onTurnComplete({ conversationId: 'c', messages: [user('first', { id: 't0' })] });
+    await a.forget({ conversationId: 'c' });
+    await sleep(2);
+    await a.onTurnComplete({ conversationId: 'c', messages: [user('written on a after its forget', { id: 't1' })] });
+    await sleep(2);
+    await b.onTurnComplete({ conversationId: 'c', messages: [user('written on b', { id: 't2' })] });
+    await sleep(2);
+    await b.forget({ conversationId: 'c' });
+    await sleep(2);
+    await b.onTurnComplete({ conversationId: 'c', messages: [user('written on b after its forget', { id: 't3' })] });
+    await a.sync(b);
+    // t1 was written before b's forget, t3 after both: the same on both replicas.
+    expect(await ids(a, 'c')).toEqual(['t3']);
+    expect(await ids(b, 'c')).toEqual(['t3']);
+    expect(quiet(await b.sync(a))).toBe(0);
+  });
+
   it('forgetting a conversation also removes what another device wrote to it offline before it heard', async () => {
     const a = await memory();
     const b = await memory();
     await a.onTurnComplete({ conversationId: 'c', messages: [user('old words about Trembleford', { id: 'o1' })] });
     await b.sync(a);
     await b.onTurnComplete({ conversationId: 'c', messages: [user('offline on b about Trembleford', { id: 'b1' })] });
+    await sleep(2);
     await a.forget({ conversationId: 'c' });
     await a.sync(b);
     for (const m of [a, b]) expect(await m.conversations()).toEqual([]);
