@@ -87,9 +87,9 @@ async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTu
  * the only column that may change) and what is derived from positions there is dropped, to be rebuilt.
  */
 async function place(d: SyncApplyDeps, from: string, conversationId: string, incoming: IncomingTurn[], countKey: string | null, count: (text: string) => number, nowIso: string): Promise<Statement[]> {
-  const { driver, sync } = d;
+  const { sync } = d;
   const sorted = [...incoming].sort(compareTurns);
-  const last = await driver.query<OrderRow>(`SELECT seq, origin_ord AS ord, CASE origin WHEN '' THEN (SELECT value FROM pagewise_meta WHERE key = 'replica') ELSE origin END AS origin, id FROM turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1`, [conversationId]);
+  const last = await sync.order(conversationId, 1);
   const statements: Statement[] = [
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },

@@ -110,9 +110,12 @@ function createSyncReads(driver: StorageDriver) {
         [conversationId, before, named]);
     },
 
-    /** Every turn of a conversation with what orders it, by seq. */
-    async order(conversationId: string): Promise<OrderRow[]> {
-      return await driver.query<OrderRow>(`SELECT rowid, seq, id, content_hash, created_ms, ${ORIGIN} AS origin, ${ORD} AS ord FROM turns WHERE conversation_id = ? ORDER BY seq`, [conversationId]);
+    /** Every turn of a conversation with what orders it, by seq; or only its `last` turns (the last first). */
+    async order(conversationId: string, last?: number): Promise<OrderRow[]> {
+      const fields = `rowid, seq, id, content_hash, created_ms, ${ORIGIN} AS origin, ${ORD} AS ord`;
+      return last === undefined
+        ? await driver.query<OrderRow>(`SELECT ${fields} FROM turns WHERE conversation_id = ? ORDER BY seq`, [conversationId])
+        : await driver.query<OrderRow>(`SELECT ${fields} FROM turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?`, [conversationId, last]);
     },
 
     /** Which of `ids` are stored turns of the conversation. */
