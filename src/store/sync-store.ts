@@ -4,7 +4,7 @@
 import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import type { SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { ChatMessage } from '../contracts/types.js';
-import { NEXT_ORD, NEXT_ROWID } from './turn-store.js';
+import { NEXT_ORD, NEXT_ROWID, type TurnRow } from './turn-store.js';
 
 /** This replica's id (schema 9 made it). */
 export const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
@@ -12,22 +12,12 @@ export const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')"
 export const ORIGIN = `CASE origin WHEN '' THEN ${REPLICA} ELSE origin END`;
 export const ORD = 'origin_ord';
 
-/** A turn as syncChanges reads it. */
-export interface ChangeRow {
+/** A turn as syncChanges reads it: the stored row's columns that travel, with its origin and order key. */
+export type ChangeRow = Pick<TurnRow, 'rowid' | 'conversation_id' | 'id' | 'role' | 'name' | 'content' | 'tool_calls' | 'tool_call_id' | 'created_at' | 'content_hash'> & {
   [key: string]: SqlValue;
-  rowid: number;
-  conversation_id: string;
-  id: string;
-  role: string;
-  name: string | null;
-  content: string;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  created_at: string;
-  content_hash: string;
   origin: string;
   ord: number;
-}
+};
 
 /** A stored turn's place in the order (what the merge compares). */
 export interface OrderRow {

@@ -25,7 +25,8 @@ export interface NewTurn {
   tokens: number;
 }
 
-interface TurnRow {
+/** A turn's row as SQLite gives it. */
+export interface TurnRow {
   [key: string]: SqlValue;
   rowid: number;
   conversation_id: string;
