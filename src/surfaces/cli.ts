@@ -13,6 +13,7 @@ import { fileStorage } from '../storage/node-file.js';
 import type { ExportData } from '../contracts/types-data.js';
 import type { MemoryOptions } from '../contracts/types.js';
 import type { McpHttpOptions } from './mcp-http.js';
+import { syncCommand } from './cli-sync.js';
 
 const USAGE = `pagewise <command> [options]
 
@@ -30,6 +31,7 @@ Commands (a database file: --db, default ./pagewise.sqlite3):
   export [-o FILE]             every stored original (--conversation: one) in pagewise's portable format
   forget [--message ID]… [--tag TAG]   forget --conversation, or some of its messages
   replay FILE                  import a benchmark file, ask its questions, print the evidence found
+  sync URL|FILE                with a sync endpoint (--token, or PAGEWISE_SYNC_TOKEN) or another database file
   mcp [--http PORT]            an MCP server on the database: stdio, or Streamable HTTP at http://HOST:PORT/mcp
                                --host ADDR (default 127.0.0.1) · --token TOKEN, or PAGEWISE_MCP_TOKEN (better: a flag
                                shows in the process list): every request must send Authorization: Bearer TOKEN;
@@ -142,8 +144,9 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay', 'mcp'];
+  const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay', 'mcp', 'sync'];
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command === 'sync' && !rest[0]) throw new UsageError('sync URL|FILE: a sync endpoint (https://…/v1/pagewise/sync) or another database file');
   // Checked before the database opens: a server that would run unguarded must not start at all.
   const served = command === 'mcp' ? await mcpFlags(v) : undefined;
   // Read before the database opens: a missing file must not leave a new, empty database behind.
@@ -153,6 +156,7 @@ async function main(argv: string[]): Promise<number> {
   const memory = await createMemory({ ...engineOptions(), ...(storage ? { storage } : {}) });
   try {
     if (command === 'mcp') return await mcp(memory, served);
+    if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (path) => createMemory({ ...engineOptions(), storage: fileStorage(path) }) });
     return await run(memory, command, rest, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input });
   } finally {
     await memory.close();

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // The CLI as a user runs it: a separate Node process, on a database file, reading stdout and the exit code.
@@ -80,6 +80,29 @@ describe('npx pagewise (the CLI)', () => {
     const missing = cli('config', 'validate', join(dir, 'nowhere.json'), '--json');
     expect(missing.code).toBe(1);
     expect(missing.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('nowhere.json') } });
+  });
+
+  it('sync: one database file with another, nothing the second time; an endpoint without a token is refused', () => {
+    const a = join(dir, 'sync-a.sqlite3');
+    const b = join(dir, 'sync-b.sqlite3');
+    expect(cli('import', LOCOMO, '--db', a, '--embedder', 'off').code).toBe(0);
+    const first = cli('sync', b, '--db', a, '--embedder', 'off', '--json');
+    expect(first.code, first.err).toBe(0);
+    expect(first.json()).toMatchObject({ pushed: 61, pulled: 0, conversations: ['priya-tom'] });
+    expect(first.err).toMatch(/sync: push 61 turns, 1 batches/);
+    const again = cli('sync', a, '--db', b, '--embedder', 'off');
+    expect(again.out).toMatch(/^pulled 0, pushed 0 turns \(0 conversations\)/);
+    const ids = (path: string) => {
+      const file = join(dir, `${basename(path)}.json`);
+      expect(cli('export', '--db', path, '-o', file).code).toBe(0);
+      return (JSON.parse(readFileSync(file, 'utf8')) as { conversations: { turns: { id: string }[] }[] }).conversations[0]!.turns.map((t) => t.id);
+    };
+    expect(ids(b)).toHaveLength(61);
+    expect(ids(b)).toEqual(ids(a));
+    const refused = cli('sync', 'https://memory.example/v1/pagewise/sync', '--db', a, '--embedder', 'off');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(/UNAUTHENTICATED.*--token TOKEN, or PAGEWISE_SYNC_TOKEN/);
+    expect(cli('sync', '--db', a).code).toBe(2);
   });
 
   it('import of a missing file is NOT_FOUND naming the path, and leaves no database behind', () => {

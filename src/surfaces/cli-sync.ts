@@ -1,0 +1,44 @@
+// `pagewise sync URL|FILE`: the database file synced with the edge (a sync endpoint, with a token) or with another
+// database file, progress on stderr, what moved on stdout.
+import type { Memory } from '../contracts/memory.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { SyncPeer, SyncReport } from '../contracts/types-sync.js';
+import { remoteMemory } from './sync-http.js';
+
+export interface SyncCommandContext {
+  json: boolean;
+  /** --conversation: only that one. */
+  given?: string | undefined;
+  /** --token, else PAGEWISE_SYNC_TOKEN (better: a flag shows in the process list). */
+  token?: string | undefined;
+  /** Opens another database file (closed again after the sync). */
+  openFile: (path: string) => Promise<Memory>;
+}
+
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
+
+/** What moved, in words. */
+export function describeSync(r: SyncReport): string {
+  const moved = [`pulled ${r.pulled}`, `pushed ${r.pushed}`, ...(r.forgotten ? [`removed ${r.forgotten} forgotten`] : []), ...(r.pins ? [`${r.pins} pins`] : []), ...(r.aliases ? [`${r.aliases} aliases`] : [])];
+  const conflicts = r.conflicts.length ? `; ${r.conflicts.length} not stored (${r.conflicts.map((c) => `${c.conversationId}/${c.id}: ${c.reason}`).slice(0, 3).join(', ')})` : '';
+  return `${moved.join(', ')} turns (${r.conversations.length} conversations); ${r.batches} batches, ${kb(r.bytes)} in ${(r.ms / 1000).toFixed(1)} s${conflicts}`;
+}
+
+export async function syncCommand(memory: Memory, target: string, c: SyncCommandContext): Promise<number> {
+  const remote = /^https?:\/\//i.test(target);
+  const token = c.token ?? process.env.PAGEWISE_SYNC_TOKEN;
+  if (remote && !token) {
+    throw new PagewiseError('UNAUTHENTICATED', 'cli', `sync with ${target} needs a token: --token TOKEN, or PAGEWISE_SYNC_TOKEN (the edge's PAGEWISE_CLIENT_TOKENS lists them).`);
+  }
+  const other: SyncPeer & { close?: () => Promise<void> } = remote ? remoteMemory(target, { token: token! }) : await c.openFile(target);
+  try {
+    const report = await memory.sync(other, {
+      ...(c.given ? { conversations: [c.given] } : {}),
+      onProgress: (p) => process.stderr.write(`sync: ${p.direction} ${p.turns} turns, ${p.batches} batches, ${kb(p.bytes)}\n`),
+    });
+    process.stdout.write(`${c.json ? JSON.stringify(report, null, 2) : describeSync(report)}\n`);
+    return 0;
+  } finally {
+    await other.close?.();
+  }
+}
