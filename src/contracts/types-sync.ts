@@ -74,13 +74,19 @@ export interface SyncPin {
   at: string;
 }
 
-/** A manual alias: the one created last wins (a tie: the greater tag). Removals do not travel. */
+/**
+ * A manual alias, or its removal: for one alias the later of them wins (a tie: an alias over a removal, then the
+ * greater tag).
+ */
 export interface SyncAlias {
   /** null: a global alias (only in a sync of every conversation). */
   conversationId: string | null;
   alias: string;
+  /** What it reads as ('' for a removal). */
   tag: string;
+  /** When it was made, or removed. */
   createdAt: string;
+  removed?: true;
 }
 
 /** One batch of a replica's changes, as `syncChanges` gives it and `applySync` takes it. */

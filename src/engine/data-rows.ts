@@ -106,6 +106,7 @@ export function derivedRemoval(conversationId: string, whole: boolean, retag: St
       { sql: 'DELETE FROM embeddings WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM pins WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM sync_unpins WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM sync_alias_removals WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM llm_usage WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM conversations WHERE id = ?', params: [conversationId] },

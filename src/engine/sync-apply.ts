@@ -11,7 +11,7 @@ import { turnRowError } from '../store/turn-store.js';
 import type { OrderRow, SyncStore } from '../store/sync-store.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { Statement } from '../contracts/types.js';
-import type { SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
+import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
 /** Thrown out of a slot that found background work under way where turns must move: settle, then apply again. */
@@ -148,18 +148,31 @@ async function pinStatements(d: SyncApplyDeps, pins: readonly SyncPin[], convers
   return { statements, changed };
 }
 
-/** Manual aliases: the one created last wins (a tie: the greater tag); a loop is left out. */
-async function applyAliases(d: SyncApplyDeps, batch: ReadBatch, nowIso: string): Promise<number> {
-  const { sync } = d;
+/** Whether alias state `a` wins over `b`: the later one; a tie: an alias over a removal, then the greater tag. */
+function laterAlias(a: SyncAlias, b: SyncAlias): boolean {
+  if (a.createdAt !== b.createdAt) return a.createdAt > b.createdAt;
+  if (!a.removed !== !b.removed) return !a.removed;
+  return a.tag > b.tag;
+}
+
+/** Manual aliases and their removals, merged (laterAlias); an alias that would make a loop here is left out. */
+async function applyAliases(d: SyncApplyDeps, batch: ReadBatch): Promise<number> {
+  const { driver, sync } = d;
   if (batch.aliases.length === 0) return 0;
   const local = new Map((await sync.aliases(batch.conversations)).map((a) => [`${a.conversationId ?? ''}\u0000${a.alias}`, a]));
   let changed = 0;
   for (const a of batch.aliases) {
     if (a.conversationId !== null && !(await d.store.conversation(a.conversationId))) continue;
     const mine = local.get(`${a.conversationId ?? ''}\u0000${a.alias}`);
-    if (mine && (mine.tag === a.tag || mine.createdAt > a.createdAt || (mine.createdAt === a.createdAt && mine.tag > a.tag))) continue;
+    if (mine && (!laterAlias(a, mine) || (!!mine.removed === !!a.removed && mine.tag === a.tag))) continue;
+    const scope = a.conversationId === null ? undefined : { conversationId: a.conversationId };
     try {
-      await d.canonicalizer.add(a.alias, a.tag, a.conversationId === null ? undefined : { conversationId: a.conversationId }, a.createdAt || nowIso);
+      if (!a.removed) await d.canonicalizer.add(a.alias, a.tag, scope, a.createdAt);
+      else if (mine && !mine.removed) await d.canonicalizer.remove(a.alias, scope, a.createdAt);
+      else {
+        await driver.batch([sync.aliasRemovalStatement(a)]);
+        continue;
+      }
       changed++;
     } catch (error) {
       if (!(error instanceof PagewiseError) || error.code !== 'INVALID_ARGUMENT') throw error;
@@ -201,7 +214,7 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
     await d.index.indexNew(conversationId, nowIso);
     d.rebuildLater(conversationId);
   }
-  if (!batch.more) applied.aliases = await applyAliases(d, batch, nowIso);
+  if (!batch.more) applied.aliases = await applyAliases(d, batch);
   applied.conversations = [...changed].sort();
   return applied;
 }

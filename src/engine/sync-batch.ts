@@ -89,9 +89,11 @@ function readAlias(raw: unknown, path: string): SyncAlias {
     if (typeof v !== 'string' || v.length === 0 || v.length > 256) invalid(at, `must be an alias's spelling (got ${describe(v)}).`);
     return v;
   };
+  if (a.removed !== undefined && a.removed !== true) invalid(`${path}.removed`, `must be true or left out (got ${describe(a.removed)}).`);
   return {
     conversationId: a.conversationId === null ? null : validateConversationId(a.conversationId, `${path}.conversationId`),
-    alias: text(a.alias, `${path}.alias`), tag: text(a.tag, `${path}.tag`), createdAt: iso(a.createdAt, `${path}.createdAt`),
+    alias: text(a.alias, `${path}.alias`), tag: a.removed ? '' : text(a.tag, `${path}.tag`), createdAt: iso(a.createdAt, `${path}.createdAt`),
+    ...(a.removed ? { removed: true as const } : {}),
   };
 }
 

@@ -248,6 +248,13 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       unpinned_at TEXT NOT NULL,
       PRIMARY KEY (conversation_id, turn_id)
     ) WITHOUT ROWID`,
+    // Manual aliases removed, with the time ('' : global): sync merges adds and removals, the later one winning.
+    `CREATE TABLE sync_alias_removals (
+      conversation_id TEXT NOT NULL,
+      alias TEXT NOT NULL,
+      removed_at TEXT NOT NULL,
+      PRIMARY KEY (conversation_id, alias)
+    ) WITHOUT ROWID`,
     `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('replica', 'r' || lower(hex(randomblob(12))))`,
     `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('turns:floor', (SELECT COALESCE(MAX(rowid), 0) FROM turns))`,
   ],

@@ -2,7 +2,7 @@
 // the cursors a receiver keeps per sender, and the turns' order keys. The engine's sync (engine/sync*.ts) decides;
 // this file only reads and builds statements.
 import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
-import type { SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAlias, SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { ChatMessage } from '../contracts/types.js';
 import { NEXT_ORD, NEXT_ROWID, type TurnRow } from './turn-store.js';
 
@@ -128,11 +128,12 @@ function createSyncReads(driver: StorageDriver) {
     },
 
     /** Manual aliases of the conversations (all, with the global ones: null). */
-    async aliases(conversations: readonly string[] | null): Promise<{ conversationId: string | null; alias: string; tag: string; createdAt: string }[]> {
+    async aliases(conversations: readonly string[] | null): Promise<SyncAlias[]> {
       const c = inConversations(conversations);
-      const rows = await driver.query<{ conversation_id: string; alias: string; tag: string; created_at: string }>(
-        `SELECT conversation_id, alias, tag, created_at FROM tag_aliases WHERE source = 'manual'${c.sql} ORDER BY conversation_id, alias`, c.params);
-      return rows.map((r) => ({ conversationId: r.conversation_id === '' ? null : r.conversation_id, alias: r.alias, tag: r.tag, createdAt: r.created_at }));
+      const rows = await driver.query<{ conversation_id: string; alias: string; tag: string; created_at: string; removed: number }>(
+        `SELECT conversation_id, alias, tag, created_at, 0 AS removed FROM tag_aliases WHERE source = 'manual'${c.sql}
+         UNION ALL SELECT conversation_id, alias, '', removed_at, 1 FROM sync_alias_removals WHERE 1 = 1${c.sql} ORDER BY 1, 2`, [...c.params, ...c.params]);
+      return rows.map((r) => ({ conversationId: r.conversation_id === '' ? null : r.conversation_id, alias: r.alias, tag: r.tag, createdAt: r.created_at, ...(Number(r.removed) === 1 ? { removed: true as const } : {}) }));
     },
   };
 }
@@ -199,6 +200,11 @@ function createSyncWrites() {
         out.push({ sql: 'INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)', params: [conversationId, t.id, countKey, tokens] });
       }
       return out;
+    },
+
+    /** Records another replica's removal of a manual alias that is not here (an older add arriving later loses to it). */
+    aliasRemovalStatement(a: SyncAlias): Statement {
+      return { sql: 'INSERT OR REPLACE INTO sync_alias_removals (conversation_id, alias, removed_at) VALUES (?, ?, ?)', params: [a.conversationId ?? '', a.alias, a.createdAt] };
     },
 
     /** Statements that set a pin's state as `pin` says. */

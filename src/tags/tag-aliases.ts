@@ -66,6 +66,8 @@ export function createAliasStore(driver: StorageDriver) {
       const statements: Statement[] = [
         { sql: `INSERT OR ${entry.source === 'manual' ? 'REPLACE' : 'IGNORE'} INTO tag_aliases (conversation_id, alias, tag, source, created_at) VALUES (?, ?, ?, ?, ?)`,
           params: [scope, entry.alias, entry.tag, entry.source, entry.createdAt] },
+        // An earlier removal of this manual alias no longer stands (sync merges adds and removals by time).
+        ...(entry.source === 'manual' ? [{ sql: 'DELETE FROM sync_alias_removals WHERE conversation_id = ? AND alias = ?', params: [scope, entry.alias] }] : []),
         { sql: 'UPDATE tag_aliases SET tag = ? WHERE conversation_id = ? AND tag = ?', params: [entry.tag, scope, entry.alias] },
         // A spelling read as itself is no alias.
         { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ? AND alias = tag', params: [scope] },
@@ -85,12 +87,18 @@ export function createAliasStore(driver: StorageDriver) {
       await driver.batch(statements);
     },
 
-    /** Removes the alias of one scope (stored tags it rewrote stay as they are). */
-    async removeAlias(conversationId: string | null, alias: string): Promise<boolean> {
+    /**
+     * Removes the alias of one scope (stored tags it rewrote stay as they are); a manual one's removal is kept with
+     * its time (`nowIso`), for sync.
+     */
+    async removeAlias(conversationId: string | null, alias: string, nowIso: string): Promise<boolean> {
       const scope = scopeOf(conversationId);
       const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM tag_aliases WHERE conversation_id = ? AND alias = ?', [scope, alias]);
       if (Number(rows[0]?.n ?? 0) === 0) return false;
-      await driver.batch([{ sql: 'DELETE FROM tag_aliases WHERE conversation_id = ? AND alias = ?', params: [scope, alias] }]);
+      await driver.batch([
+        { sql: "INSERT OR REPLACE INTO sync_alias_removals (conversation_id, alias, removed_at) SELECT conversation_id, alias, ? FROM tag_aliases WHERE conversation_id = ? AND alias = ? AND source = 'manual'", params: [nowIso, scope, alias] },
+        { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ? AND alias = ?', params: [scope, alias] },
+      ]);
       return true;
     },
   };

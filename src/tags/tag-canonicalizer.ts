@@ -97,12 +97,15 @@ export function createCanonicalizer(store: TagStore) {
       return entry;
     },
 
-    /** Removes an alias of one scope (global when no conversation is given); stored tags it rewrote stay. */
-    async remove(aliasIn: unknown, scopeIn: unknown): Promise<boolean> {
+    /**
+     * Removes an alias of one scope (global when no conversation is given); stored tags it rewrote stay. `nowIso`:
+     * the removal's time (sync applies another replica's with its own).
+     */
+    async remove(aliasIn: unknown, scopeIn: unknown, nowIso = new Date().toISOString()): Promise<boolean> {
       const alias = spelling(aliasIn, 'alias', 'db');
       const conversationId = scopeOf(scopeIn, 'aliases.remove');
       try {
-        return await store.removeAlias(conversationId, alias);
+        return await store.removeAlias(conversationId, alias, nowIso);
       } finally {
         layers.drop(conversationId);
       }

@@ -293,6 +293,39 @@ describe('sync: pins, aliases, filters', () => {
     expect(r.pins).toBe(1);
     expect(await a.pins('c')).toEqual(['m2']);
     expect(quiet(await a.sync(b))).toBe(0);
+    // An alias removed on one replica is removed on the other, and is not brought back by it.
+    const own = async (m: Memory) => (await m.aliases.list({ conversationId: 'c' })).filter((x) => x.conversationId === 'c').map((x) => [x.alias, x.tag]);
+    await sleep(3);
+    expect(await a.aliases.remove('js', { conversationId: 'c' })).toBe(true);
+    expect((await b.sync(a)).aliases).toBe(1);
+    expect(await own(b)).toEqual([]);
+    expect(quiet(await a.sync(b))).toBe(0);
+    expect(await own(a)).toEqual([]);
+    // Added again later, on the other: the add is later than the removal, and travels.
+    await sleep(3);
+    await b.aliases.add('js', 'javascript', { conversationId: 'c' });
+    expect((await a.sync(b)).aliases).toBe(1);
+    expect(await own(a)).toEqual([['js', 'javascript']]);
+    expect(quiet(await a.sync(b))).toBe(0);
+  });
+
+  it('an alias removal that arrives before an older add of it wins over that add', async () => {
+    const a = await memory();
+    const b = await memory();
+    const c = await memory();
+    await a.onTurnComplete({ conversationId: 'c', messages: [user('hello', { id: 'h' })] });
+    await b.sync(a);
+    await c.sync(a);
+    await a.aliases.add('ts', 'typescript', { conversationId: 'c' });
+    await c.sync(a);
+    await sleep(3);
+    await c.aliases.remove('ts', { conversationId: 'c' });
+    await b.sync(c);
+    // b never had the alias; a's older add reaches it afterwards and loses to the removal b holds.
+    await b.sync(a);
+    expect((await b.aliases.list({ conversationId: 'c' })).filter((x) => x.conversationId === 'c')).toEqual([]);
+    await a.sync(b);
+    expect((await a.aliases.list({ conversationId: 'c' })).filter((x) => x.conversationId === 'c')).toEqual([]);
   });
 
   it('turns are not offered back to the replica they came from, nor to the one that wrote them', async () => {
