@@ -26,7 +26,7 @@ export interface SyncApplyDeps extends DataDeps {
 type Keyed = { ord: number; origin: string; id: string };
 
 /** The converged order: by order key, then origin, then id (the same on every replica). */
-export function compareTurns(a: Keyed, b: Keyed): number {
+function compareTurns(a: Keyed, b: Keyed): number {
   return a.ord - b.ord || (a.origin < b.origin ? -1 : a.origin > b.origin ? 1 : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
@@ -67,7 +67,7 @@ async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTu
   const { driver, sync } = d;
   const ids = turns.map((t) => t.id);
   const { before, turns: gone } = await sync.forgotten(conversationId, ids);
-  const stored = new Map((await d.store.byIds(conversationId, ids)).map((t) => [t.id, t.contentHash]));
+  const stored = await sync.storedHashes(conversationId, ids);
   return turns.filter((t) => {
     if (t.ord < before || gone.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) return false;
     const hash = stored.get(t.id);
@@ -132,8 +132,8 @@ async function pinStatements(d: SyncApplyDeps, pins: readonly SyncPin[], convers
   const { sync } = d;
   if (pins.length === 0) return { statements: [], changed: 0 };
   const local = new Map((await sync.pins(conversations ?? [...new Set(pins.map((p) => p.conversationId))])).map((p) => [`${p.conversationId}\u0000${p.messageId}`, p]));
-  const stored = new Map<string, Set<string>>();
-  for (const [conversationId, list] of groupBy(pins, (p) => p.conversationId)) stored.set(conversationId, await sync.storedIds(conversationId, list.map((p) => p.messageId)));
+  const stored = new Map<string, Map<string, string>>();
+  for (const [conversationId, list] of groupBy(pins, (p) => p.conversationId)) stored.set(conversationId, await sync.storedHashes(conversationId, list.map((p) => p.messageId)));
   const statements: Statement[] = [];
   let changed = 0;
   for (const pin of pins) {

@@ -7,10 +7,10 @@ import type { ChatMessage } from '../contracts/types.js';
 import { NEXT_ORD, NEXT_ROWID, type TurnRow } from './turn-store.js';
 
 /** This replica's id (schema 9 made it). */
-export const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
+const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
 /** A turn's origin as it travels ('' means this replica), and its order key. */
-export const ORIGIN = `CASE origin WHEN '' THEN ${REPLICA} ELSE origin END`;
-export const ORD = 'origin_ord';
+const ORIGIN = `CASE origin WHEN '' THEN ${REPLICA} ELSE origin END`;
+const ORD = 'origin_ord';
 
 /** A turn as syncChanges reads it: the stored row's columns that travel, with its origin and order key. */
 export type ChangeRow = Pick<TurnRow, 'rowid' | 'conversation_id' | 'id' | 'role' | 'name' | 'content' | 'tool_calls' | 'tool_call_id' | 'created_at' | 'content_hash'> & {
@@ -39,7 +39,7 @@ function inConversations(conversations: readonly string[] | null, column = 'conv
 }
 
 /** The scope a receiver keys its cursor by: the sorted conversation filter, or '*' for all. */
-export const scopeKey = (conversations: readonly string[] | null): string => (conversations ? JSON.stringify(conversations) : '*');
+const scopeKey = (conversations: readonly string[] | null): string => (conversations ? JSON.stringify(conversations) : '*');
 
 /** What sync reads: this replica's id and cursors, its changes, tombstones, the order of a conversation, pins, aliases. */
 function createSyncReads(driver: StorageDriver) {
@@ -108,10 +108,10 @@ function createSyncReads(driver: StorageDriver) {
         : await driver.query<OrderRow>(`SELECT ${fields} FROM turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?`, [conversationId, last]);
     },
 
-    /** Which of `ids` are stored turns of the conversation. */
-    async storedIds(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
-      const rows = await driver.query<{ id: string }>('SELECT id FROM turns WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(ids)]);
-      return new Set(rows.map((r) => r.id));
+    /** Of `ids`, the stored turns of the conversation, with their content hashes (one JSON parameter, no content read). */
+    async storedHashes(conversationId: string, ids: readonly string[]): Promise<Map<string, string>> {
+      const rows = await driver.query<{ id: string; content_hash: string }>('SELECT id, content_hash FROM turns WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))', [conversationId, JSON.stringify(ids)]);
+      return new Map(rows.map((r) => [r.id, r.content_hash]));
     },
 
     /** Pin states of the conversations (all: null) — pins and unpins with their times. */

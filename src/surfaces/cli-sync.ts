@@ -18,7 +18,7 @@ export interface SyncCommandContext {
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
 /** What moved, in words. */
-export function describeSync(r: SyncReport): string {
+function describeSync(r: SyncReport): string {
   const moved = [`pulled ${r.pulled}`, `pushed ${r.pushed}`, ...(r.forgotten ? [`removed ${r.forgotten} forgotten`] : []), ...(r.pins ? [`${r.pins} pins`] : []), ...(r.aliases ? [`${r.aliases} aliases`] : [])];
   const conflicts = r.conflicts.length ? `; ${r.conflicts.length} not stored (${r.conflicts.map((c) => `${c.conversationId}/${c.id}: ${c.reason}`).slice(0, 3).join(', ')})` : '';
   return `${moved.join(', ')} turns (${r.conversations.length} conversations); ${r.batches} batches, ${kb(r.bytes)} in ${(r.ms / 1000).toFixed(1)} s${conflicts}`;
