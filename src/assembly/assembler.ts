@@ -2,7 +2,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import type { RecallResult } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
-import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, Tokenizer } from '../contracts/types.js';
+import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, MessageSource, Tokenizer } from '../contracts/types.js';
 import { EXCERPT_OVERHEAD, pick, quoter } from './recall-pick.js';
 import { renderExcerpt, renderMemory, renderSummary } from '../text/render.js';
 import type { Summary } from '../contracts/types.js';
@@ -27,6 +27,12 @@ export interface HistoryItem {
   /** For a message that stands for several stored turns (a compressed tool run): their ids and seqs. */
   covers?: string[];
   coverSeqs?: number[];
+  /** Its index in the caller's history, when it came from there. */
+  index?: number;
+  /** Of `tokens`, what is an estimate (attachments without the facts their rule needs). */
+  estimated?: number;
+  /** Sent rewritten (a compressed tool run, an offloaded or shortened message). */
+  rewritten?: true;
 }
 
 export interface AssemblyInput {
@@ -72,6 +78,21 @@ function ids(items: readonly HistoryItem[]): string[] {
 
 function sum(items: readonly HistoryItem[]): number {
   return items.reduce((n, i) => n + i.tokens, 0);
+}
+
+/** Of the items' tokens, what is an estimate. */
+function estimated(items: readonly HistoryItem[]): number {
+  return items.reduce((n, i) => n + (i.estimated ?? 0), 0);
+}
+
+/** The manifest's estimate field for these items: present only when some of their tokens are estimates. */
+const estimateOf = (items: readonly HistoryItem[]) => (estimated(items) > 0 ? { estimatedTokens: estimated(items) } : {});
+
+/** Where an item came from, for `AssembledContext.sources`. */
+function sourceOf(item: HistoryItem): MessageSource {
+  const rewritten = item.rewritten ? { rewritten: true as const } : {};
+  if (item.index !== undefined) return { kind: 'history', index: item.index, ...rewritten };
+  return item.sourceId !== null && item.seq !== null ? { kind: 'stored', id: item.sourceId, ...rewritten } : { kind: 'memory' };
 }
 
 function droppedHistory(items: readonly HistoryItem[], reason: DroppedEntry['reason']): DroppedEntry | null {
@@ -263,16 +284,16 @@ function historyEntries(input: AssemblyInput, start: number, recent: ReturnType<
   if (orphanDrop) dropped.push(orphanDrop);
 
   if (input.prefix.length > 0) {
-    manifest.unshift({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, reason: 'system prefix: always sent' });
+    manifest.unshift({ kind: 'prefix', placement: 'messages', sourceIds: ids(input.prefix), tokens: prefixTokens, scores: {}, ...estimateOf(input.prefix), reason: 'system prefix: always sent' });
   }
   if (keptOlder.length > 0) {
-    manifest.push({ kind: 'history', placement: 'messages', sourceIds: ids(keptOlder), tokens: sum(keptOlder), scores: {}, reason: input.compacted ? 'active history: everything since the last compaction fits the target' : 'older history: the whole conversation fits the target' });
+    manifest.push({ kind: 'history', placement: 'messages', sourceIds: ids(keptOlder), tokens: sum(keptOlder), scores: {}, ...estimateOf(keptOlder), reason: input.compacted ? 'active history: everything since the last compaction fits the target' : 'older history: the whole conversation fits the target' });
   }
   if (keptRecent.length > 0) {
-    manifest.push({ kind: 'recent', placement: 'messages', sourceIds: ids(keptRecent), tokens: sum(keptRecent), scores: {},
+    manifest.push({ kind: 'recent', placement: 'messages', sourceIds: ids(keptRecent), tokens: sum(keptRecent), scores: {}, ...estimateOf(keptRecent),
       reason: `protected recent turns (the last ${input.protectedRecentTurns})` });
   }
-  manifest.push({ kind: 'message', placement: 'messages', sourceIds: ids([input.message]), tokens: input.message.tokens, scores: {}, reason: 'the new message' });
+  manifest.push({ kind: 'message', placement: 'messages', sourceIds: ids([input.message]), tokens: input.message.tokens, scores: {}, ...estimateOf([input.message]), reason: 'the new message' });
   return kept;
 }
 
@@ -315,6 +336,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     prependText,
     recallText,
     messages: [...input.prefix.map((i) => i.message), ...kept.map((i) => i.message), ...recallMessage, input.message.message],
+    sources: [...input.prefix.map(sourceOf), ...kept.map(sourceOf), ...recallMessage.map((): MessageSource => ({ kind: 'memory' })), { kind: 'message' }],
     budget: {
       window: input.window,
       reserve: input.reserve,
@@ -327,6 +349,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
       overhead: TOKENS_PER_REQUEST,
       total,
       free: available - total,
+      estimated: estimated([...input.prefix, ...kept, input.message]),
       encoding: tokenizer.encoding,
       exact: tokenizer.exact,
     },

@@ -29,7 +29,8 @@ function isToolMessage(m: ChatMessage): boolean {
 }
 
 function withText(item: HistoryItem, message: ChatMessage, tokenizer: Tokenizer): HistoryItem {
-  return { ...item, message, tokens: messageTokens(tokenizer, message, tokenizer.count(messageText(message))) };
+  const { estimated: _estimated, ...rest } = item;
+  return { ...rest, message, tokens: messageTokens(tokenizer, message, tokenizer.count(messageText(message))), rewritten: true };
 }
 
 /** A caller's text shortened to one line, as data. */

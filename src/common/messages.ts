@@ -1,6 +1,7 @@
 import { PagewiseError } from '../contracts/errors.js';
 import { inline } from './as-data.js';
-import type { ChatMessage, ContentPart, Role, ToolCall } from '../contracts/types.js';
+import { bytesOf, canonicalPart, hasRichParts, isAttachmentPart, reasoningText, searchableText, sha256Hex, validatePart, withFacts } from './parts.js';
+import type { AttachmentPart, ChatMessage, ContentPart, Role, ToolCall } from '../contracts/types.js';
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
 const MODULE = 'messages';
@@ -131,21 +132,15 @@ export function parseNow(value: unknown, path = 'now'): number {
   return fail('INVALID_DATE', path, `must be a Date, an ISO 8601 string or epoch milliseconds (got ${describe(value)}).`);
 }
 
-function validateContent(value: unknown, path: string): string | ContentPart[] | null {
+/** The default of `maxAttachmentBytes`: 20 MiB (OpenAI's limit per image). */
+export const DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024;
+
+function validateContent(value: unknown, path: string, maxAttachmentBytes: number): string | ContentPart[] | null {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string') return checkWellFormed(value, 'INVALID_CONTENT', path);
   const parts = readArray(value, path, 'INVALID_CONTENT');
-  if (!parts) fail('INVALID_CONTENT', path, `must be a string or an array of { type: 'text', text } parts (got ${describe(value)}).`);
-  return parts.map((raw, i) => {
-    const part = readRecord(raw, `${path}[${i}]`, 'INVALID_CONTENT');
-    const text = part?.text;
-    if (!part || part.type !== 'text' || typeof text !== 'string') {
-      const kind = part && typeof part.type === 'string' ? `a '${part.type}' part` : describe(raw);
-      fail('INVALID_CONTENT', `${path}[${i}]`,
-        `only text parts ({ type: 'text', text: string }) can be stored as memory (got ${kind}). Send images and files to the model directly and keep a text description in the message.`);
-    }
-    return { type: 'text', text: checkWellFormed(text, 'INVALID_CONTENT', `${path}[${i}].text`) };
-  });
+  if (!parts) fail('INVALID_CONTENT', path, `must be a string or an array of parts ({ type: 'text', text }, { type: 'image', data | url }, { type: 'file', … }, { type: 'audio', … }, { type: 'reasoning', text }) (got ${describe(value)}).`);
+  return parts.map((raw, i) => validatePart(raw, `${path}[${i}]`, maxAttachmentBytes));
 }
 
 function validateToolCalls(value: unknown, path: string): ToolCall[] | undefined {
@@ -177,14 +172,14 @@ function validateToolCalls(value: unknown, path: string): ToolCall[] | undefined
  * Validates one message and returns a clean copy holding only the known fields. Throws a PagewiseError whose
  * `path` names the field; nothing is stored by the caller until every message passed.
  */
-export function validateMessage(raw: unknown, path: string, maxBytes: number): ChatMessage {
+export function validateMessage(raw: unknown, path: string, maxBytes: number, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): ChatMessage {
   const value = readRecord(raw, path, 'INVALID_MESSAGE');
   if (!value) fail('INVALID_MESSAGE', path, `must be a message object { role, content } (got ${describe(raw)}).`);
   const role = value.role;
   if (typeof role !== 'string' || !ROLES.includes(role as Role)) {
     fail('INVALID_ROLE', `${path}.role`, `must be one of ${ROLES.map((r) => `'${r}'`).join(', ')} (got ${describe(role)}).`);
   }
-  const content = validateContent(value.content, `${path}.content`);
+  const content = validateContent(value.content, `${path}.content`, maxAttachmentBytes);
   const toolCalls = validateToolCalls(value.toolCalls, `${path}.toolCalls`);
   if (toolCalls && role !== 'assistant') fail('INVALID_TOOL_CALL', `${path}.toolCalls`, `only assistant messages make tool calls (role is '${role}').`);
   const msg: ChatMessage = { role: role as Role, content };
@@ -208,21 +203,21 @@ export function validateMessage(raw: unknown, path: string, maxBytes: number): C
   }
   const text = messageText(msg);
   if (text.trim().length === 0) {
-    fail('EMPTY_MESSAGE', `${path}.content`, 'is empty. Send text (an assistant message may instead carry toolCalls).');
+    fail('EMPTY_MESSAGE', `${path}.content`, 'is empty. Send text or an attachment (an assistant message may instead carry toolCalls).');
   }
-  const bytes = encoder.encode(text).length;
+  const bytes = encoder.encode(text).length + encoder.encode(reasoningText(msg.content)).length;
   if (bytes > maxBytes) {
     fail('MESSAGE_TOO_LARGE', path, `is ${bytes} bytes, over maxMessageBytes (${maxBytes}). Split it, or raise maxMessageBytes in the options.`);
   }
   return msg;
 }
 
-/** A message's content as text: the string, or its text parts joined ('' for none). */
+/** A message's content as text: the string, or its text parts and attachment references joined ('' for none). */
 export function contentText(content: ChatMessage['content']): string {
-  return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => p.text).join('\n') : '';
+  return typeof content === 'string' ? content : searchableText(content);
 }
 
-/** The text of a message: content parts joined, tool calls written as `name(arguments)`. */
+/** The text of a message: content parts joined (attachments as references), tool calls written as `name(arguments)`. */
 export function messageText(m: Pick<ChatMessage, 'content' | 'toolCalls'>): string {
   const body = contentText(m.content);
   if (!m.toolCalls || m.toolCalls.length === 0) return body;
@@ -230,9 +225,41 @@ export function messageText(m: Pick<ChatMessage, 'content' | 'toolCalls'>): stri
   return body.length > 0 ? `${body}\n${calls}` : calls;
 }
 
+/**
+ * A message's content as it is hashed and stored: attachments by their id (the SHA-256 of their bytes) instead of their
+ * bytes, and the attachments whose bytes it carried. A string, or text parts only, stays as it is.
+ */
+export async function storedContent(content: ChatMessage['content']): Promise<{ content: ChatMessage['content']; attachments: { id: string; bytes: Uint8Array; part: AttachmentPart }[] }> {
+  if (!hasRichParts(content)) return { content, attachments: [] };
+  const attachments: { id: string; bytes: Uint8Array; part: AttachmentPart }[] = [];
+  const parts = await Promise.all((content as ContentPart[]).map(async (p) => {
+    if (!isAttachmentPart(p)) return canonicalPart(p, null) as unknown as ContentPart;
+    const bytes = bytesOf(p);
+    const id = bytes ? await attachmentId(bytes) : p.attachment ?? null;
+    const part = withFacts(p);
+    if (bytes && id) attachments.push({ id, bytes, part });
+    const facts = { ...(id !== null && part.mediaType !== undefined ? { mediaType: part.mediaType } : {}), ...(part.size !== undefined ? { size: part.size } : {}), ...(part.type === 'image' && part.width !== undefined ? { width: part.width, height: part.height } : {}),
+      ...(part.type === 'file' && part.pages !== undefined ? { pages: part.pages } : {}), ...(part.type === 'audio' && part.durationMs !== undefined ? { durationMs: part.durationMs } : {}) };
+    return { ...canonicalPart(p, id), ...facts } as ContentPart;
+  }));
+  return { content: parts, attachments };
+}
+
+// An attachment's id is computed once per bytes object (a request's history hashes the same images on every call).
+const ids = new WeakMap<Uint8Array, Promise<string>>();
+function attachmentId(bytes: Uint8Array): Promise<string> {
+  let id = ids.get(bytes);
+  if (!id) ids.set(bytes, (id = sha256Hex(bytes)));
+  return id;
+}
+
 /** SHA-256 of what makes a message itself (not its id or time): the reconciliation key when there is no id. */
 export async function contentHash(m: ChatMessage): Promise<string> {
-  const canonical = JSON.stringify([m.role, m.name ?? null, m.content, m.toolCalls ?? null, m.toolCallId ?? null]);
+  // Text alone hashes as it always did; other parts as stored (attachments by id, not by their bytes or the facts read from them).
+  const content = hasRichParts(m.content)
+    ? await Promise.all((m.content as ContentPart[]).map(async (p) => canonicalPart(p, isAttachmentPart(p) ? (bytesOf(p) ? await attachmentId(bytesOf(p)!) : p.attachment ?? null) : null)))
+    : m.content;
+  const canonical = JSON.stringify([m.role, m.name ?? null, content, m.toolCalls ?? null, m.toolCallId ?? null]);
   const digest = await crypto.subtle.digest('SHA-256', encoder.encode(canonical));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
 }

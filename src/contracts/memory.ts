@@ -1,5 +1,5 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
-import type { AliasApi, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
+import type { AliasApi, Attachment, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
 import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState } from './types-sync.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
@@ -15,6 +15,11 @@ export interface Memory {
   conversations(): Promise<ConversationInfo[]>;
   /** Stored turns of a conversation in order, from `from` (seq, default 0), at most `limit` (default 1000). */
   turns(conversationId: string, range?: { from?: number; limit?: number }): Promise<StoredTurn[]>;
+  /**
+   * The bytes of an attachment a turn of the conversation refers to (a part's `attachment` id), base64; NOT_FOUND
+   * when no turn of it does, or its bytes are not on this device (yet).
+   */
+  attachment(conversationId: string, id: string): Promise<Attachment>;
   /** Tags of a conversation with their statistics (units carrying each, first and last turn, last used), most used first. */
   tags(conversationId: string): Promise<TagStat[]>;
   /**

@@ -24,6 +24,17 @@ export interface ForgetReport {
   conversationRemoved: boolean;
 }
 
+/** A stored attachment's bytes, as `memory.attachment()` gives them and an export carries them. */
+export interface Attachment {
+  /** Its id: the SHA-256 of its bytes, hex (a part's `attachment`). */
+  id: string;
+  mediaType: string;
+  /** Bytes. */
+  size: number;
+  /** The bytes, base64. */
+  data: string;
+}
+
 /** One stored message in the portable format. */
 export interface ExportedTurn {
   id: string;
@@ -48,8 +59,8 @@ export interface ExportedConversation {
 }
 
 /**
- * pagewise's portable format (version 1): every stored original with its ids, roles, names, times and tool calls,
- * pins and manual aliases. Derived data (tags, summaries, vectors, token counts) is left out: it is rebuilt.
+ * pagewise's portable format (version 1): every stored original with its ids, roles, names, times, parts and tool
+ * calls, the attachments they refer to, pins and manual aliases. Derived data (tags, summaries, vectors, token counts) is left out: it is rebuilt.
  */
 export interface ExportData {
   format: 'pagewise';
@@ -58,6 +69,11 @@ export interface ExportData {
   conversations: ExportedConversation[];
   /** Global manual aliases (with an export of every conversation only). */
   aliases: { alias: string; tag: string; createdAt: string }[];
+  /**
+   * The bytes of every attachment the turns refer to, once each (turns name them by `attachment` id). An attachment
+   * whose bytes are not on this device (a sync has not brought them yet) is left out.
+   */
+  attachments?: Attachment[];
 }
 
 export interface ImportReport {

@@ -26,6 +26,9 @@ export interface Tokenizer {
   count(text: string): number;
 }
 
+/** Whose documented rule counts non-text parts: OpenAI's image tiles, or Anthropic's width × height / 750. */
+export type MediaRule = 'openai' | 'anthropic';
+
 /** Which tokenizer implementation to use, or your own. */
 export type TokenizerOption = 'gpt-tokenizer' | 'js-tiktoken' | Tokenizer;
 
@@ -60,8 +63,15 @@ export interface MemoryOptions {
   hardThreshold?: number;
   /** Where turns live. Default: sqlite-wasm in memory. */
   storage?: StorageOption;
-  /** The largest message accepted, in UTF-8 bytes. Default 1 MiB. */
+  /** The largest message accepted, in UTF-8 bytes of its text. Default 1 MiB. */
   maxMessageBytes?: number;
+  /** The largest attachment (image, file, audio) accepted, in bytes; a larger one is ATTACHMENT_TOO_LARGE. Default 20 MiB. */
+  maxAttachmentBytes?: number;
+  /**
+   * Whose documented rule counts images, files and audio: `openai` (image tiles) or `anthropic` (width × height /
+   * 750). Default: `anthropic` for a `model` named claude…, else `openai`. A request may say otherwise.
+   */
+  mediaTokens?: MediaRule;
   /**
    * The size an assembled request aims for when the question does not need more: recent turns and what the
    * question recalls, not the whole window. Broad and temporal questions may use up to `contextWindow −

@@ -7,6 +7,7 @@
  */
 
 import type { CompactionReport } from './types-compaction.js';
+import type { MediaRule } from './types-options.js';
 
 export type * from './seams.js';
 export type * from './types-compaction.js';
@@ -21,14 +22,84 @@ export type * from './types-options.js';
 /** Who wrote a message. `tool` messages answer an assistant's tool call and need `toolCallId`. */
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
-/** A text part of a multi-part message. Only text is accepted: memory is searched and counted as text. */
+/** A text part of a multi-part message. */
 export interface TextContentPart {
   type: 'text';
   text: string;
 }
 
+/** An attachment's bytes as a caller may give them: base64, a `data:` URL, or the bytes themselves. */
+export type AttachmentData = string | Uint8Array | ArrayBuffer;
+
+/**
+ * What image, file and audio parts share. A part carries its bytes (`data`), a URL the provider fetches (`url`), or a
+ * stored attachment's id (`attachment`). Bytes are stored once per content hash, beside the turns (deduplicated,
+ * exported, synced, removed by forget), and come back as `attachment` and `size`: `memory.attachment()` reads them.
+ */
+export interface AttachmentFields {
+  /** The bytes: base64, a `data:` URL, a Uint8Array or an ArrayBuffer. In messages pagewise gives for sending: base64. */
+  data?: AttachmentData;
+  /** A URL the provider fetches (`https:`, `http:`): kept as it is, no bytes stored. */
+  url?: string;
+  /** A stored attachment's id (the SHA-256 of its bytes, hex): set by pagewise; pass it back instead of the bytes. */
+  attachment?: string;
+  /** IANA media type (`image/png`, `application/pdf`, `audio/wav`); read from a `data:` URL or the bytes when absent. */
+  mediaType?: string;
+  /** A file name, shown where the attachment is recalled. */
+  name?: string;
+  /**
+   * What the attachment says in words, as the caller supplies it: alt text or a caption, a document's extracted text,
+   * a transcript. Searchable like any turn's text, and shown where the attachment is recalled.
+   */
+  caption?: string;
+  /** Its size in bytes: set by pagewise. */
+  size?: number;
+}
+
+/** An image (OpenAI `image_url`, Anthropic `image`, the AI SDK's image `file` part). */
+export interface ImageContentPart extends AttachmentFields {
+  type: 'image';
+  /** OpenAI's detail level; `low` costs 85 tokens whatever the size. */
+  detail?: 'auto' | 'low' | 'high';
+  /** Pixels, read from the bytes when pagewise has them (they decide what the image costs in tokens). */
+  width?: number;
+  height?: number;
+}
+
+/** A document or any other file (a PDF: OpenAI `file`, Anthropic `document`). */
+export interface FileContentPart extends AttachmentFields {
+  type: 'file';
+  /** A PDF's pages, read from the bytes. */
+  pages?: number;
+}
+
+/** Audio (OpenAI `input_audio`). */
+export interface AudioContentPart extends AttachmentFields {
+  type: 'audio';
+  /** Its length, read from a WAV's header. */
+  durationMs?: number;
+}
+
+/**
+ * A model's reasoning (Anthropic `thinking` with its signature, or `redacted_thinking`; the AI SDK's `reasoning`):
+ * kept apart from the reply's text, never searched or recalled as what was said (unless `recallReasoning` asks), and
+ * given back unchanged for the providers that require it in a tool loop.
+ */
+export interface ReasoningContentPart {
+  type: 'reasoning';
+  /** The reasoning text ('' when only encrypted). */
+  text: string;
+  /** The provider's signature over it (Anthropic requires it back unchanged). */
+  signature?: string;
+  /** Reasoning the provider gave encrypted (Anthropic `redacted_thinking`'s `data`). */
+  encrypted?: string;
+}
+
+/** A part that holds an attachment: an image, a file or audio. */
+export type AttachmentPart = ImageContentPart | FileContentPart | AudioContentPart;
+
 /** One part of a message's content. */
-export type ContentPart = TextContentPart;
+export type ContentPart = TextContentPart | AttachmentPart | ReasoningContentPart;
 
 /** A tool call made by an assistant, in the OpenAI function-calling shape. */
 export interface ToolCall {
@@ -48,7 +119,10 @@ export interface ChatMessage {
   /** The caller's own id. When given, it identifies the message for reconciliation and in the manifest. */
   id?: string;
   role: Role;
-  /** The text, or a list of text parts. May be empty only for an assistant message that makes tool calls. */
+  /**
+   * The text, or a list of parts: text, images, files, audio, reasoning. May be empty only for an assistant message
+   * that makes tool calls.
+   */
   content: string | ContentPart[] | null;
   /** The speaker (group chats, transcripts). Searchable: "what did Caroline say" favours Caroline's turns. */
   name?: string;
@@ -74,6 +148,7 @@ export interface StoredTurn {
   seq: number;
   role: Role;
   name?: string;
+  /** As stored: attachments by their `attachment` id and `size`, without their bytes (`memory.attachment()`). */
   content: string | ContentPart[] | null;
   toolCalls?: ToolCall[];
   toolCallId?: string;
@@ -81,7 +156,10 @@ export interface StoredTurn {
   createdAt: string;
   /** Stored as private (see ChatMessage.private). */
   private?: true;
-  /** The searchable text derived from the content (text parts joined, tool calls written out). */
+  /**
+   * The searchable text derived from the content: text parts joined, each attachment as a reference line (its kind,
+   * name, type, size and caption), tool calls written out. Reasoning is left out.
+   */
   text: string;
   /** SHA-256 of the message's role, name, content and tool fields: the reconciliation key without an id. */
   contentHash: string;
@@ -104,7 +182,34 @@ export interface InboundInput {
   history?: ChatMessage[];
   /** The time of the request (Date, ISO 8601 or epoch ms); resolves relative time expressions. Default: now. */
   now?: Date | string | number;
+  /**
+   * `false`: history messages are sent as given or left out, never rewritten (no compressed tool runs, offloading or
+   * shortened tool results) — for wrappers that must pass a request through unchanged, such as the proxy and the AI
+   * SDK middleware. Default true.
+   */
+  rewriteHistory?: boolean;
+  /** Whose documented rule counts images, files and audio for this request. Default: the `mediaTokens` option. */
+  mediaTokens?: MediaRule;
+  /**
+   * Send the images of recalled turns again, not only their reference: in one message just before the new one,
+   * counted by the provider's image rule within the memory budget. `true` allows 4 images; a number sets how many.
+   * Default false.
+   */
+  recallAttachments?: boolean | number;
+  /** Show recalled turns' reasoning (kept apart from their text) in the recall block. Default false. */
+  recallReasoning?: boolean;
 }
+
+/** Where one message of an assembled context came from (`AssembledContext.sources`). */
+export type MessageSource =
+  /** `history[index]` of the caller's input (`rewritten`: sent compressed; the manifest's `compressed` says how). */
+  | { kind: 'history'; index: number; rewritten?: true }
+  /** A stored turn (the history came from memory). */
+  | { kind: 'stored'; id: string; rewritten?: true }
+  /** The new message. */
+  | { kind: 'message' }
+  /** pagewise's own: the recall block, recalled attachments. */
+  | { kind: 'memory' };
 
 /** Input of `onTurnComplete`, called after the LLM responded. */
 export interface TurnInput {
@@ -158,6 +263,11 @@ export interface BudgetBreakdown {
   total: number;
   /** `available − total`. */
   free: number;
+  /**
+   * Of `total`, tokens that are estimates: non-text parts whose provider rule needs facts pagewise lacks (an image
+   * by URL, a PDF, audio). 0 when everything was counted by a documented rule.
+   */
+  estimated: number;
   /** The encoding counted with. */
   encoding: string;
   /** False when the model is unknown and counts are an estimate with a safety margin. */
@@ -165,7 +275,8 @@ export interface BudgetBreakdown {
 }
 
 /** What a manifest entry is. */
-export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'summary' | 'message';
+/** `attachments`: images of recalled turns sent again (`recallAttachments`). */
+export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'summary' | 'message' | 'attachments';
 
 /** How a block scored; each part that ranked it. */
 export interface ScoreParts {
@@ -210,6 +321,8 @@ export interface ManifestEntry {
   covers?: { fromSeq: number; toSeq: number };
   /** History messages sent in a compressed form, by id: how (seed 001/002: tool runs, offloading, progressive levels). */
   compressed?: Record<string, CompressionKind>;
+  /** Of `tokens`, what is an estimate (non-text parts without the facts their rule needs). */
+  estimatedTokens?: number;
   /** Why it was included, in words. */
   reason: string;
 }
@@ -241,6 +354,11 @@ export interface AssembledContext {
    * system message (delimited, labelled as prior conversation, never instructions) and the new message, last.
    */
   messages: ChatMessage[];
+  /**
+   * Where each message of `messages` came from, in the same order: the caller's history (by index), a stored turn, the
+   * new message, or memory. A wrapper uses it to send the caller's own message objects unchanged.
+   */
+  sources: MessageSource[];
   /** The recalled excerpts block as placed (in `messages` or in `prependText`), '' when nothing was recalled. */
   recallText: string;
   budget: BudgetBreakdown;

@@ -1,3 +1,4 @@
+import { attachmentApi } from './attachments.js';
 import { createBackground } from '../common/background.js';
 import { withSync } from '../common/sync.js';
 import { dataApi } from './data-control.js';
@@ -79,6 +80,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs }),
     ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs }),
     ...inspectionApi({ ...stores, serial, on, semantic, hints }),
+    ...attachmentApi({ attachments: stores.attachments, serial }),
     ...data,
     import(input: ExportData) {
       const run = data.import(input);

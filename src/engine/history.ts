@@ -1,8 +1,9 @@
 import type { HistoryItem } from '../assembly/assembler.js';
-import { contentHash, messageText, validateMessage } from '../common/messages.js';
+import { contentHash, validateMessage } from '../common/messages.js';
 import { type TurnRecord, type TurnStore, turnMessage } from '../store/turn-store.js';
-import { TOKENS_PER_MESSAGE, messageTokens } from '../tokens/chat-format.js';
-import type { ChatMessage, Tokenizer } from '../contracts/types.js';
+import { TOKENS_PER_MESSAGE } from '../tokens/chat-format.js';
+import { messageCost } from '../tokens/message-cost.js';
+import type { ChatMessage, MediaRule, Tokenizer } from '../contracts/types.js';
 import { prefixLength, storedTextTokens } from '../store/stored-tokens.js';
 
 // Pages of stored history grow from FIRST_PAGE to MAX_PAGE: most questions need only the last few dozen turns.
@@ -17,16 +18,17 @@ export interface HistoryView {
   complete: boolean;
 }
 
-function storedItem(t: TurnRecord, textTokens: number, tokenizer: Tokenizer): HistoryItem {
+function storedItem(t: TurnRecord, textTokens: number, tokenizer: Tokenizer, rule: MediaRule): HistoryItem {
   const message = turnMessage(t);
-  return { message, sourceId: t.id, seq: t.seq, tokens: messageTokens(tokenizer, message, textTokens) };
+  const cost = messageCost(tokenizer, message, rule, textTokens);
+  return { message, sourceId: t.id, seq: t.seq, tokens: cost.tokens, ...(cost.estimated > 0 ? { estimated: cost.estimated } : {}) };
 }
 
 /**
  * The stored conversation as history, newest first until `enough` tokens are loaded (older turns could not be sent
  * anyway), with its leading system turns as the prefix.
  */
-export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, enough: number, recent: number, fromSeq = 0): Promise<HistoryView> {
+export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, rule: MediaRule, conversationId: string, enough: number, recent: number, fromSeq = 0): Promise<HistoryView> {
   const head = await store.range(conversationId, 0, 16);
   const prefixEnd = prefixLength(head);
   const prefixTurns = head.slice(0, prefixEnd);
@@ -44,8 +46,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
     const page = recent > 0 ? (await store.before(conversationId, before, recent)).filter((t) => t.seq >= floor).reverse() : [];
     for (const [rowid, n] of await storedTextTokens(store, tokenizer, page)) counts.set(rowid, n);
     return {
-      prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
-      history: page.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
+      prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer, rule)),
+      history: page.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer, rule)),
       complete: false,
     };
   }
@@ -64,8 +66,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
   }
   loaded.reverse();
   return {
-    prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
-    history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer)),
+    prefix: prefixTurns.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer, rule)),
+    history: loaded.map((t) => storedItem(t, counts.get(t.rowid)!, tokenizer, rule)),
     complete,
   };
 }
@@ -74,8 +76,8 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, conv
  * The caller's history, validated, with each message matched to its stored turn (by id, else by content from the
  * newest) so the manifest names stored ids and recall does not repeat what is sent.
  */
-export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, conversationId: string, raw: unknown[], maxBytes: number): Promise<HistoryView> {
-  const messages = raw.map((m, i) => validateMessage(m, `history[${i}]`, maxBytes));
+export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, rule: MediaRule, conversationId: string, raw: unknown[], limits: { maxMessageBytes: number; maxAttachmentBytes: number }): Promise<HistoryView> {
+  const messages = raw.map((m, i) => validateMessage(m, `history[${i}]`, limits.maxMessageBytes, limits.maxAttachmentBytes));
   const hashes = await Promise.all(messages.map(contentHash));
   const withId = messages.flatMap((m) => (m.id ? [m.id] : []));
   const byId = new Map((await store.byIds(conversationId, withId)).map((t) => [t.id, t]));
@@ -89,18 +91,20 @@ export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, conv
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
     const stored = m.id ? byId.get(m.id) : byHash.get(hashes[i]!)?.pop();
-    items[i] = itemFor(m, stored ?? null, tokenizer);
+    items[i] = { ...itemFor(m, stored ?? null, tokenizer, rule), index: i };
   }
   const prefixEnd = prefixLength(items.map((i) => i.message));
   return { prefix: items.slice(0, prefixEnd), history: items.slice(prefixEnd), complete: true };
 }
 
-/** A message as a history item: stored ones carry their id and seq. */
-export function itemFor(message: ChatMessage, stored: TurnRecord | null, tokenizer: Tokenizer): HistoryItem {
+/** A message as a history item: stored ones carry their id and seq; attachments are counted by `rule`. */
+export function itemFor(message: ChatMessage, stored: TurnRecord | null, tokenizer: Tokenizer, rule: MediaRule): HistoryItem {
+  const cost = messageCost(tokenizer, message, rule);
   return {
     message,
     sourceId: stored?.id ?? message.id ?? null,
     seq: stored?.seq ?? null,
-    tokens: messageTokens(tokenizer, message, tokenizer.count(messageText(message))),
+    tokens: cost.tokens,
+    ...(cost.estimated > 0 ? { estimated: cost.estimated } : {}),
   };
 }

@@ -19,12 +19,16 @@ import { type RecallBlock, type RecallResult, recall } from '../retrieval/retrie
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import { TOKENS_PER_REQUEST } from '../tokens/chat-format.js';
-import type { AssembledContext, ChatMessage, Tokenizer } from '../contracts/types.js';
+import type { AssembledContext, ChatMessage, CompressionKind, MediaRule, Tokenizer } from '../contracts/types.js';
+import type { TurnRecord } from '../store/turn-store.js';
+import { reasoningText } from '../common/parts.js';
+import { withBytes } from './attachments.js';
+import { reattach } from './recall-attachments.js';
 
 const MODULE = 'engine';
 const RECALL_HITS = 16;
 
-export type InboundDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge' | 'summaryStore' | 'importance'> & {
+export type InboundDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge' | 'summaryStore' | 'importance' | 'attachments'> & {
   opts: ResolvedOptions;
   on: EngineQueue['on'];
   tokenizer: () => Promise<Tokenizer>;
@@ -47,11 +51,12 @@ export function inboundApi(d: InboundDeps): Pick<Memory, 'onMessageInbound'> {
 
 async function inbound(d: InboundDeps, conversationId: string, args: Record<string, unknown>): Promise<AssembledContext> {
   const { opts } = d;
-  const message = validateMessage(args.message, 'message', opts.maxMessageBytes);
+  const message = validateMessage(args.message, 'message', opts.maxMessageBytes, opts.maxAttachmentBytes);
   const history = args.history === undefined ? undefined : readArray(args.history, 'history');
   if (args.history !== undefined && !history) {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `history must be an array of messages (got ${describe(args.history)}).`, { path: 'history' });
   }
+  const how = requestOptions(args, opts.mediaTokens);
   const now = parseNow(args.now);
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
@@ -60,10 +65,10 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   // Broad questions may use the whole window; temporal ones more memory within the target.
   const wide = query.intent.broad;
   const notes = [...meaning.notes];
-  const { state, view } = await historyView(d, conversationId, history, tok, wide);
+  const { state, view } = await historyView(d, conversationId, history, tok, how.rule, wide);
   const prefixSeqs = view.prefix.flatMap((p) => (p.seq === null ? [] : [p.seq]));
-  const messageItem = itemFor(message, null, tok);
-  const { pinned, working } = await workingHistory(d, conversationId, view, messageItem, text, tok, wide);
+  const messageItem = itemFor(message, null, tok, how.rule);
+  const { pinned, working } = await workingHistory(d, conversationId, view, messageItem, text, tok, wide, how.rewrite);
   const plan = await planSummaries(d, conversationId, state !== null, query, meaning);
   const hint = wide || opts.topicsHintAlways ? await d.hints.hintFor(conversationId, tok) : '';
   const assembled = await assemble({
@@ -86,7 +91,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     compacted: state !== null,
     summaries: plan.candidates,
     summaryShare: plan.share,
-    recall: recallFor(d, { conversationId, pinned, prefixSeqs, query, meaning, now }),
+    recall: recallFor(d, { conversationId, pinned, prefixSeqs, query, meaning, now, reasoning: how.reasoning }),
   });
   if (working.compressed.size > 0) {
     for (const entry of assembled.manifest) {
@@ -97,7 +102,25 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   await recordUse(d, conversationId, assembled.manifest, plan.candidates, query, now, nowIso);
   const waiting = meaning.vector ? await d.semantic.unembedded(conversationId, await d.store.turnCount(conversationId)) : 0;
   if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
-  return { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, ...(notes.length > 0 ? { notes } : {}) };
+  const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal }, how.attachments, how.rule, tok);
+  // Stored attachments are sent with their bytes.
+  return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}) };
+}
+
+/** How this request is assembled, as the caller asked (INVALID_ARGUMENT for a value of the wrong kind). */
+function requestOptions(args: Record<string, unknown>, defaultRule: MediaRule) {
+  const bool = (name: string, fallback: boolean): boolean => {
+    const v = args[name];
+    if (v !== undefined && typeof v !== 'boolean') throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${name} must be true or false (got ${describe(v)}).`, { path: name });
+    return v === undefined ? fallback : v;
+  };
+  const rule = args.mediaTokens ?? defaultRule;
+  if (rule !== 'openai' && rule !== 'anthropic') throw new PagewiseError('INVALID_ARGUMENT', MODULE, `mediaTokens must be "openai" or "anthropic" (got ${describe(rule)}).`, { path: 'mediaTokens' });
+  const a = args.recallAttachments;
+  if (a !== undefined && typeof a !== 'boolean' && !(typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= 64)) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `recallAttachments must be true, false or how many images (0–64) (got ${describe(a)}).`, { path: 'recallAttachments' });
+  }
+  return { rule: rule as MediaRule, rewrite: bool('rewriteHistory', true), reasoning: bool('recallReasoning', false), attachments: a === true ? 4 : typeof a === 'number' ? a : 0 };
 }
 
 /** The question's tags, words and intent, and its vector (none for a broad question). */
@@ -114,24 +137,26 @@ async function understand(d: InboundDeps, conversationId: string, message: ChatM
 }
 
 /** The history the request may send (the caller's, or the stored one), without what was compacted. */
-async function historyView(d: InboundDeps, conversationId: string, history: unknown[] | undefined, tok: Tokenizer, wide: boolean) {
+async function historyView(d: InboundDeps, conversationId: string, history: unknown[] | undefined, tok: Tokenizer, rule: MediaRule, wide: boolean) {
   const { opts } = d;
   const available = opts.contextWindow - opts.reserveTokens;
   const state = await d.summaryStore.state(conversationId);
   const watermark = state?.watermark ?? 0;
   const view: HistoryView = history
-    ? await callerHistory(d.store, tok, conversationId, history, opts.maxMessageBytes)
-    : await storedHistory(d.store, tok, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns, watermark);
+    ? await callerHistory(d.store, tok, rule, conversationId, history, opts)
+    : await storedHistory(d.store, tok, rule, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns, watermark);
   // Compacted turns are sent as summaries (and recalled when relevant), not verbatim.
   if (state) view.history = view.history.filter((i) => i.seq === null || i.seq >= watermark);
   return { state, view };
 }
 
 /** The history fitted to its budget (long tool runs and large payloads compressed), and the conversation's pins. */
-async function workingHistory(d: InboundDeps, conversationId: string, view: HistoryView, messageItem: HistoryItem, text: string, tok: Tokenizer, wide: boolean) {
+async function workingHistory(d: InboundDeps, conversationId: string, view: HistoryView, messageItem: HistoryItem, text: string, tok: Tokenizer, wide: boolean, rewrite: boolean) {
   const { opts, importance } = d;
   const available = opts.contextWindow - opts.reserveTokens;
   const pinned = await importance.pinned(conversationId);
+  // Sent as given or left out: the assembler only drops the oldest.
+  if (!rewrite) return { pinned, working: { history: view.history, compressed: new Map<string, CompressionKind>() } };
   const fixed = view.prefix.reduce((n, i) => n + i.tokens, 0) + messageItem.tokens + TOKENS_PER_REQUEST;
   const historyBudget = (wide ? available : opts.targetTokens) - fixed - Math.min(opts.memoryTokens, Math.floor(opts.targetTokens / 4));
   const over = view.history.reduce((n, i) => n + i.tokens, 0) > historyBudget;
@@ -159,6 +184,8 @@ interface RecallContext {
   query: QueryAnalysis;
   meaning: QueryVector;
   now: number;
+  /** Recalled turns show their reasoning too. */
+  reasoning: boolean;
 }
 
 /** The assembler's recall: pinned turns first, then a broad sample or what tags, words and meaning find. */
@@ -181,8 +208,18 @@ function recallFor(d: InboundDeps, c: RecallContext): (exclude: ReadonlySet<numb
       conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
       exclude: excluded, limit, rules: d.rules, nowMs: c.now, vector,
     });
-    return { ...found, blocks: [...pins, ...found.blocks] };
+    const blocks = [...pins, ...found.blocks];
+    return { ...found, blocks: c.reasoning ? blocks.map(withReasoning) : blocks };
   };
+}
+
+/** A recalled block whose turns show their reasoning after their text (recallReasoning). */
+function withReasoning(block: RecallBlock): RecallBlock {
+  const show = (t: TurnRecord): TurnRecord => {
+    const reasoning = reasoningText(t.content);
+    return reasoning ? { ...t, text: `${t.text}\n(reasoning: ${reasoning})` } : t;
+  };
+  return { ...block, hits: block.hits.map(show), pair: block.pair.map(show), adjacent: block.adjacent.map(show) };
 }
 
 /** What the assembly used: stale summaries are rebuilt in the background, recalled turns and matched tags noted. */

@@ -1,8 +1,9 @@
 import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
-import { describe, isWellFormed } from '../common/messages.js';
+import { DEFAULT_MAX_ATTACHMENT_BYTES, describe, isWellFormed } from '../common/messages.js';
+import { ruleForModel } from '../tokens/media.js';
 import { encodingForModel } from '../tokens/tokenizer.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from '../contracts/types-embed.js';
-import type { EncodingName, LlmOptions, LlmProvider, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from '../contracts/types.js';
+import type { EncodingName, LlmOptions, LlmProvider, MediaRule, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from '../contracts/types.js';
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {
@@ -18,6 +19,9 @@ export interface ResolvedOptions {
   softThreshold: number;
   hardThreshold: number;
   maxMessageBytes: number;
+  maxAttachmentBytes: number;
+  /** Whose rule counts images, files and audio unless a request says otherwise. */
+  mediaTokens: MediaRule;
   storage: StorageOption | undefined;
   targetTokens: number;
   recallPlacement: 'message' | 'prependText';
@@ -54,7 +58,7 @@ export interface ResolvedOptions {
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
-  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'targetTokens', 'recallPlacement',
+  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'mediaTokens', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'backgroundSliceTurns', 'minConsecutiveToolMessages',
   'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
@@ -146,6 +150,8 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     softThreshold,
     hardThreshold,
     maxMessageBytes: int(options.maxMessageBytes, 'maxMessageBytes', 1, 1024 * 1024),
+    maxAttachmentBytes: int(options.maxAttachmentBytes, 'maxAttachmentBytes', 1, DEFAULT_MAX_ATTACHMENT_BYTES),
+    mediaTokens: readMediaRule(options),
     storage,
   };
 }
@@ -185,6 +191,11 @@ function readEncoding(options: MemoryOptions): { encoding: EncodingName; margin:
     bad('estimateMargin', `must be a number from 1 to 4 (got ${describe(options.estimateMargin)}).`);
   }
   return { encoding, margin };
+}
+
+function readMediaRule(options: MemoryOptions): MediaRule {
+  if (options.mediaTokens !== undefined && options.mediaTokens !== 'openai' && options.mediaTokens !== 'anthropic') bad('mediaTokens', `must be "openai" or "anthropic" (got ${describe(options.mediaTokens)}).`);
+  return options.mediaTokens ?? ruleForModel(options.model);
 }
 
 function readTokenizer(options: MemoryOptions): TokenizerOption {

@@ -9,6 +9,7 @@ import { makeSummarizer } from './support.js';
 import { type Ledger, createLedger } from '../llm/ledger.js';
 import type { ResolvedOptions } from './options.js';
 import { topicsHint } from '../assembly/topics-hint.js';
+import { type AttachmentStore, createAttachmentStore } from '../store/attachment-store.js';
 import { type ImportanceStore, createImportanceStore } from '../store/importance-store.js';
 import { type TurnStore, createTurnStore } from '../store/turn-store.js';
 import { embeddingTagger } from '../tags/embedding-tagger.js';
@@ -34,6 +35,8 @@ export interface Stores {
   summaryStore: SummaryStore;
   importance: ImportanceStore;
   ledger: Ledger;
+  /** Attachments' bytes, stored once by content hash. */
+  attachments: AttachmentStore;
 }
 
 export function createStores(driver: StorageDriver): Stores {
@@ -41,7 +44,10 @@ export function createStores(driver: StorageDriver): Stores {
   const tagStore = createTagStore(driver);
   const canonicalizer = createCanonicalizer(tagStore);
   const thingJudge = createThingJudge({ turns: store, tags: tagStore });
-  return { store, tagStore, canonicalizer, thingJudge, summaryStore: createSummaryStore(driver), importance: createImportanceStore(driver), ledger: createLedger(driver) };
+  return {
+    store, tagStore, canonicalizer, thingJudge, summaryStore: createSummaryStore(driver), importance: createImportanceStore(driver), ledger: createLedger(driver),
+    attachments: createAttachmentStore(driver),
+  };
 }
 
 /** The configured tokenizer, loaded on first use (once). */

@@ -15,11 +15,13 @@ import { storedOverlap } from '../store/reconcile.js';
 import type { NewTurn } from '../store/turn-store.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import { countCacheKey } from '../tokens/chat-format.js';
-import type { ChatMessage, CompactionReport, Tokenizer, TurnReport } from '../contracts/types.js';
+import { sentMessageText } from '../tokens/message-cost.js';
+import { type StoredMessage, toStored } from './attachments.js';
+import type { CompactionReport, Tokenizer, TurnReport } from '../contracts/types.js';
 
 const MODULE = 'engine';
 
-export type TurnCompleteDeps = Pick<Stores, 'store' | 'ledger'> & {
+export type TurnCompleteDeps = Pick<Stores, 'store' | 'ledger' | 'attachments'> & {
   opts: ResolvedOptions;
   on: EngineQueue['on'];
   tokenizer: () => Promise<Tokenizer>;
@@ -50,14 +52,16 @@ async function turnComplete(d: TurnCompleteDeps, conversationId: string, args: R
   if (!list || list.length === 0) {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `messages must be a non-empty array of the turn's messages (got ${describe(args.messages)}).`, { path: 'messages' });
   }
-  const messages = list.map((m, i) => validateMessage(m, `messages[${i}]`, d.opts.maxMessageBytes));
+  const messages = list.map((m, i) => validateMessage(m, `messages[${i}]`, d.opts.maxMessageBytes, d.opts.maxAttachmentBytes));
   const hashes = await Promise.all(messages.map(contentHash));
   const tail = (await store.before(conversationId, Number.MAX_SAFE_INTEGER, messages.length)).reverse();
   const overlap = storedOverlap(tail, messages.map((m, i) => ({ id: m.id, contentHash: hashes[i]! })));
   const fresh = await newTurns(store, conversationId, messages, hashes, overlap);
   const tok = await d.tokenizer();
   const now = new Date();
-  const turns = fresh.map(({ message, hash }) => newTurn(message, hash, now, tok));
+  // Attachments by id, their bytes beside (every named one must be stored here): checked before anything is written.
+  const stored = await Promise.all(fresh.map(({ message }) => toStored(message, d.attachments, `messages[${messages.indexOf(message)}]`, true)));
+  const turns = fresh.map(({ hash }, i) => newTurn(stored[i]!, hash, now, tok));
   if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
   let compaction: CompactionReport | null = null;
   if ((await store.turnCount(conversationId)) > 0) compaction = await afterStore(d, conversationId, turns.length > 0, now, tok);
@@ -72,17 +76,19 @@ async function turnComplete(d: TurnCompleteDeps, conversationId: string, args: R
   };
 }
 
-function newTurn(message: ChatMessage, hash: string, now: Date, tok: Tokenizer): NewTurn {
+function newTurn({ message, attachments, refs }: StoredMessage, hash: string, now: Date, tok: Tokenizer): NewTurn {
   const createdMs = message.createdAt ? Date.parse(message.createdAt) : now.getTime();
-  const text = messageText(message);
   return {
     message,
+    attachments,
+    refs,
     id: message.id ?? `pw_${crypto.randomUUID()}`,
-    text,
+    text: messageText(message),
     contentHash: hash,
     createdAt: new Date(createdMs).toISOString(),
     createdMs,
-    tokens: tok.count(text),
+    // The text a model reads when the turn is sent again (its attachments are counted apart, by the provider's rule).
+    tokens: tok.count(sentMessageText(message)),
   };
 }
 

@@ -258,6 +258,34 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('replica', 'r' || lower(hex(randomblob(12))))`,
     `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('turns:floor', (SELECT COALESCE(MAX(rowid), 0) FROM turns))`,
   ],
+  // 10: attachments (images, files, audio), stored once by the SHA-256 of their bytes beside the turns that refer to
+  // them (a turn's content names the id, never holds the bytes). The bytes lie in pieces by byte offset, each within
+  // the storage's row limit (2 MB at the edge); an `attachments` row is written once every piece is there and the
+  // hash checked, so a missing row means "not here (yet)": sync fetches it. `attachment_refs` is derived from the
+  // turns (which attachments each refers to): forget removes an attachment no kept turn refers to.
+  [
+    `CREATE TABLE attachments (
+      id TEXT PRIMARY KEY,
+      media_type TEXT NOT NULL,
+      size INTEGER NOT NULL,
+      created_at TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    `CREATE TABLE attachment_chunks (
+      rowid INTEGER PRIMARY KEY,
+      attachment_id TEXT NOT NULL,
+      start INTEGER NOT NULL,
+      data BLOB NOT NULL,
+      UNIQUE (attachment_id, start)
+    )`,
+    `CREATE TABLE attachment_refs (
+      turn_rowid INTEGER NOT NULL,
+      attachment_id TEXT NOT NULL,
+      conversation_id TEXT NOT NULL,
+      PRIMARY KEY (turn_rowid, attachment_id)
+    ) WITHOUT ROWID`,
+    `CREATE INDEX attachment_refs_by_id ON attachment_refs (attachment_id)`,
+    `CREATE INDEX attachment_refs_by_conversation ON attachment_refs (conversation_id, attachment_id)`,
+  ],
 ];
 
 /** The schema version this build writes. */

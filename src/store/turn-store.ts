@@ -4,6 +4,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import { describe } from '../common/messages.js';
 import { inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from './in-lists.js';
+import { attachmentRefStatement, pieceSize, putAttachmentStatements, type NewAttachment } from './attachment-store.js';
 
 // The IN-list helpers lived here first: other stores import them from this module.
 export { IN_CHUNK, chunks, inChunks, placeholders } from './in-lists.js';
@@ -16,7 +17,12 @@ export interface TurnRecord extends StoredTurn {
 
 /** A validated message ready to append, with what the engine derived from it. */
 export interface NewTurn {
+  /** As stored: attachments by id (`storedContent`). */
   message: ChatMessage;
+  /** Attachments whose bytes came with the message (stored once: a repeat is ignored). */
+  attachments?: readonly NewAttachment[];
+  /** Every attachment id the message refers to. */
+  refs?: readonly string[];
   id: string;
   text: string;
   contentHash: string;
@@ -294,7 +300,7 @@ function createTurnWriter(driver: StorageDriver, limits: StorageLimits, facts: C
       const error = turnRowError(limits, driver.name, conversationId, t.id, t.message, t.text);
       if (error) throw error;
     }
-    return appendRows(conversationId, base, turns, countKey, nowIso);
+    return appendRows(conversationId, base, turns, countKey, nowIso, pieceSize(limits));
   }
 
   return {
@@ -356,7 +362,7 @@ export const NEXT_ORD = `MAX(?, (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM tu
   (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM sync_tombstones WHERE conversation_id = ?))`;
 
 
-function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
+function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string, piece: number): Statement[] {
   const statements: Statement[] = [
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
@@ -365,6 +371,7 @@ function appendRows(conversationId: string, base: number, turns: readonly NewTur
   turns.forEach((t, i) => {
     const m = t.message;
     const seq = base + i;
+    if (t.attachments && t.attachments.length > 0) statements.push(...putAttachmentStatements(piece, t.attachments, nowIso));
     statements.push({
         // Written here: origin '' (this replica), its order key the conversation's clock (sync, schema 9).
         sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord)
@@ -376,6 +383,7 @@ function appendRows(conversationId: string, base: number, turns: readonly NewTur
       sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
       params: [conversationId, seq, t.text, m.name ?? ''],
     });
+    for (const id of t.refs ?? []) statements.push(attachmentRefStatement(conversationId, t.id, id));
     if (countKey !== null) {
       statements.push({
         sql: `INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
