@@ -4,7 +4,11 @@ import type { Memory } from '../contracts/memory.js';
 import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
 import { validateConversationId } from '../common/messages.js';
 import { redact } from '../text/redact.js';
-import { collectStream, fromAnthropic, fromOpenAi, openAiReply, anthropicReply, textOf, toAnthropic, toOpenAi } from './proxy-protocols.js';
+import { type Json, type Protocol, type ReadMessages, isObject } from './proxy-protocols.js';
+import { openai } from './proxy-openai.js';
+import { anthropic } from './proxy-anthropic.js';
+import { contentText } from '../common/messages.js';
+import { readSse } from '../text/sse.js';
 import type { AssembledContext, ChatMessage } from '../contracts/types.js';
 
 /** Where requests go on: the provider's base URL and key (from bindings or secrets; never sent to the client). */
@@ -128,21 +132,6 @@ let warnedAnonymous = false;
 
 const unauthenticated = (message: string) => errorResponse(401, 'UNAUTHENTICATED', message, { 'www-authenticate': 'Bearer' });
 
-/**
- * The memory's context as one system text, stable parts first for prompt caches — the conversation's own system
- * prefix, the topics hint, then what was recalled for this message — and the other messages.
- */
-function split(ctx: AssembledContext): { system: string[]; rest: ChatMessage[] } {
-  const prefix: string[] = [];
-  const recalled: string[] = [];
-  const rest: ChatMessage[] = [];
-  ctx.messages.forEach((m) => {
-    if (m.role !== 'system') rest.push(m);
-    else (rest.length === 0 ? prefix : recalled).push(textOf(m.content));
-  });
-  return { system: [...prefix, ...(ctx.prependText ? [ctx.prependText] : []), ...recalled], rest };
-}
-
 /** Who is calling and which stored conversation is theirs; a Response when the request is refused. */
 type Resolved = { key: string; caller: ProxyCaller } | Response;
 
@@ -177,18 +166,53 @@ function resolver<Env>(options: MemoryProxyOptions<Env>): (request: Request, env
   };
 }
 
-/** The request's body as JSON with a messages array, converted; a 400 otherwise. */
-async function readBody(request: Request, kind: 'openai' | 'anthropic'): Promise<{ body: Record<string, unknown>; all: ChatMessage[] } | Response> {
-  let body: Record<string, unknown>;
+/** The request's body as JSON with a messages array; a 400 otherwise. */
+async function readBody(request: Request): Promise<Record<string, unknown> | Response> {
   try {
-    body = await request.json() as Record<string, unknown>;
+    const body = await request.json() as Record<string, unknown>;
     if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray(body.messages)) throw new Error('no messages array');
+    return body;
   } catch (e) {
     return errorResponse(400, 'INVALID_ARGUMENT', `The request body must be JSON with a messages array (${(e as Error).message}).`);
   }
-  const all = kind === 'openai' ? fromOpenAi(body.messages as unknown[]) : fromAnthropic(body.messages as unknown[]);
-  return { body, all };
 }
+
+/**
+ * What memory added, as one text for the system prompt: the stable part first (the topics hint), then what was
+ * recalled for this message; and the messages memory adds beside it (recalled images sent again).
+ */
+function memoryAdded(ctx: AssembledContext): { text: string; added: ChatMessage[] } {
+  const own = ctx.messages.filter((_, i) => ctx.sources[i]?.kind === 'memory');
+  return {
+    text: [ctx.prependText, ...own.filter((m) => m.role === 'system').map((m) => contentText(m.content))].filter(Boolean).join('\n\n'),
+    added: own.filter((m) => m.role !== 'system'),
+  };
+}
+
+/**
+ * The request's own messages that go on, unchanged: its leading system messages, then everything from the first
+ * message whose every part memory kept (older ones are trimmed whole, never rewritten), moved on past a message
+ * the protocol refuses to start with. Without history in the request, the stored turns memory chose, written back.
+ */
+function keptMessages(protocol: Protocol, raw: unknown[], read: ReadMessages, ctx: AssembledContext, withHistory: boolean): { kept: unknown[]; newAt: number } {
+  const prefix = protocol.kind === 'openai' ? leadingSystem(raw) : 0;
+  const newRaw = read.origins[read.origins.length - 1]!;
+  if (!withHistory) {
+    const stored = ctx.messages.filter((_, i) => ctx.sources[i]?.kind === 'stored').map((m) => protocol.write(m));
+    return { kept: [...raw.slice(0, prefix), ...stored, ...raw.slice(prefix)], newAt: prefix + stored.length + (newRaw - prefix) };
+  }
+  const sent = new Set(ctx.sources.flatMap((s) => (s.kind === 'history' ? [s.index] : [])));
+  let from = prefix;
+  read.origins.slice(0, -1).forEach((origin, i) => { if (origin >= 0 && !sent.has(i)) from = Math.max(from, origin + 1); });
+  if (from > prefix) while (from < newRaw && !protocol.canStart(raw[from])) from++;
+  return { kept: [...raw.slice(0, prefix), ...raw.slice(from)], newAt: prefix + (newRaw - from) };
+}
+
+const leadingSystem = (raw: unknown[]): number => {
+  let n = 0;
+  while (n < raw.length && isObject(raw[n]) && ((raw[n] as Json).role === 'system' || (raw[n] as Json).role === 'developer')) n++;
+  return n;
+};
 
 /**
  * A fetch handler for `POST /v1/chat/completions` (OpenAI-compatible, streaming or not) and `POST /v1/messages`
@@ -228,24 +252,27 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     if (!kind || request.method !== 'POST') return errorResponse(404, 'NOT_FOUND', 'pagewise proxy serves POST /v1/chat/completions and POST /v1/messages.');
     const upstream = options[kind];
     if (!upstream) return errorResponse(404, 'NOT_FOUND', `No ${kind === 'openai' ? 'OpenAI-compatible' : 'Anthropic'} upstream is configured on this proxy.`);
-    const read = await readBody(request, kind);
-    if (read instanceof Response) return read;
-    const { body, all } = read;
-    const last = all.map((m) => m.role).lastIndexOf('user');
-    if (last < 0) return errorResponse(400, 'INVALID_ARGUMENT', 'The request has no user message to answer.');
-    const message = all[last]!;
+    const protocol = kind === 'openai' ? openai : anthropic;
+    const body = await readBody(request);
+    if (body instanceof Response) return body;
+    const raw = body.messages as unknown[];
+    const read = protocol.read(body);
+    const all = read.messages;
+    // The round being answered: from the last user message to the end (a tool loop's calls and results follow it).
+    const round = all.map((m) => m.role).lastIndexOf('user');
+    if (round < 0) return errorResponse(400, 'INVALID_ARGUMENT', 'The request has no user message to answer.');
+    const message = all[all.length - 1]!;
     const conversationId = resolved.key;
     const memory = memoryOf(conversationId, resolved.caller);
-    const before = all.slice(0, last);
-    const history = before.some((m) => m.role !== 'system') ? before : undefined;
-    const ctxs = await memory.onMessageInbound({ conversationId, message, ...(history ? { history } : {}) });
-    const { system, rest } = split(ctxs);
-    const appSystem = kind === 'openai' ? before.filter((m) => m.role === 'system').map((m) => textOf(m.content)) : [textOf(body.system)].filter(Boolean);
-    // With the caller's history the engine kept its leading system messages in ctx.messages; without it, the app's.
-    const systems = [...(kind === 'openai' && history ? [] : appSystem), ...system];
-    const forwarded: Record<string, unknown> = kind === 'openai'
-      ? { ...body, messages: [...(systems.length > 0 ? [{ role: 'system', content: systems.join('\n\n') }] : []), ...rest.map(toOpenAi)] }
-      : { ...body, ...(systems.length > 0 ? { system: systems.join('\n\n') } : {}), messages: toAnthropic(rest) };
+    const before = all.slice(0, -1);
+    // Only a system prompt before the new message: the conversation comes from memory.
+    const withHistory = before.some((m) => m.role !== 'system');
+    const ctxs = await memory.onMessageInbound({ conversationId, message, ...(withHistory ? { history: before } : {}), rewriteHistory: false, mediaTokens: protocol.mediaTokens });
+    const { kept, newAt } = keptMessages(protocol, raw, read, ctxs, withHistory);
+    const added = memoryAdded(ctxs);
+    // Recalled images go just before the new message; Anthropic's tool results must follow their call, so not there.
+    const reattach = added.added.length > 0 && protocol.canStart(kept[newAt]) ? added.added.map((m) => protocol.write(m)) : [];
+    const forwarded = protocol.assemble(body, [...kept.slice(0, newAt), ...reattach, ...kept.slice(newAt)], added.text);
     const { response, failed } = await forward(request, kind, upstream, forwarded, options.forwardClientKey === true);
     if (failed) return response;
     // What the upstream says, as it says it (status, body); only the exchange's storing is pagewise's.
@@ -257,21 +284,24 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
       const secrets = upstream.apiKey && !options.forwardClientKey ? [upstream.apiKey] : [];
       return new Response(secrets.length > 0 && response.body ? redact(await response.text(), secrets) : response.body, { status: response.status, headers: passHeaders });
     }
+    // The round as the request gave it, then the reply: what is stored already (the earlier steps of a tool loop) is skipped.
+    const turn = all.slice(round);
     const store = (reply: ChatMessage | null) => {
-      if (!reply || (textOf(reply.content).trim() === '' && !reply.toolCalls?.length)) return;
-      const done = memory.onTurnComplete({ conversationId, messages: [message, reply] }).then(() => undefined, () => undefined);
+      if (!reply || (contentText(reply.content).trim() === '' && !reply.toolCalls?.length)) return;
+      const done = memory.onTurnComplete({ conversationId, messages: [...turn, reply] }).then(() => undefined, () => undefined);
       if (ctx) ctx.waitUntil(done);
     };
     const streaming = (response.headers.get('content-type') ?? '').includes('text/event-stream');
     if (!streaming) {
-      const raw = await response.text();
+      const text = await response.text();
       try {
-        store(kind === 'openai' ? openAiReply(JSON.parse(raw)) : anthropicReply(JSON.parse(raw)));
+        store(protocol.reply(JSON.parse(text)));
       } catch { /* a malformed reply passes to the client as it came, and is not stored */ }
-      return new Response(raw, { status: response.status, headers: passHeaders });
+      return new Response(text, { status: response.status, headers: passHeaders });
     }
     const [toClient, toMemory] = response.body.tee();
-    const collected = collectStream(kind, toMemory).then(store, () => undefined);
+    const reader = protocol.stream();
+    const collected = readSse(toMemory, (data, event) => reader.event(data, event)).then(() => store(reader.done()), () => undefined);
     if (ctx) ctx.waitUntil(collected);
     return new Response(toClient, { status: response.status, headers: passHeaders });
   }
@@ -287,7 +317,7 @@ async function forward(request: Request, kind: 'openai' | 'anthropic', upstream:
     else headers.set('x-api-key', upstream.apiKey);
   }
   if (kind === 'anthropic' && !headers.has('anthropic-version')) headers.set('anthropic-version', '2023-06-01');
-  const target = `${upstream.baseUrl.replace(/\/+$/, '')}${kind === 'openai' ? '/chat/completions' : '/v1/messages'}`;
+  const target = `${upstream.baseUrl.replace(/\/+$/, '')}${(kind === 'openai' ? openai : anthropic).path}`;
   try {
     return { response: await fetch(target, { method: 'POST', headers, body: JSON.stringify(forwarded), signal: AbortSignal.timeout(upstream.timeoutMs ?? 120_000) }), failed: false };
   } catch (e) {
