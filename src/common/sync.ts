@@ -2,7 +2,7 @@
 // transport has (syncState, syncChanges, applySync). It runs where it is called — in-process, in the page for the
 // worker client, in the calling Worker for a Durable Object stub — so `other` may be any Memory, or remoteMemory().
 import { PagewiseError } from '../contracts/errors.js';
-import type { SyncApplied, SyncBatch, SyncCursor, SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.js';
+import type { SyncApplied, SyncBatch, SyncCursor, SyncMissing, SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.js';
 import { describe, readArray, readRecord, validateConversationId } from './messages.js';
 
 const MODULE = 'sync';
@@ -54,20 +54,62 @@ function checkPeer(other: unknown): SyncPeer {
 
 const bytesOf = (batch: SyncBatch): number => new TextEncoder().encode(JSON.stringify(batch)).length;
 
+type Direction = { from: SyncPeer; to: SyncPeer; fromId: string; toId: string; direction: 'pull' | 'push' };
+
+function stopped(o: ReturnType<typeof readOptions>): void {
+  if (o.signal?.aborted) throw new PagewiseError('ABORTED', MODULE, 'The sync was stopped; what was applied stays, and the next sync goes on from there.');
+}
+
+function checkBatch(batch: SyncBatch, p: Direction): void {
+  if (batch.from !== p.fromId || batch.to !== p.toId) {
+    throw new PagewiseError('STORAGE_ERROR', MODULE, `The peer answered with a batch from ${describe(batch.from)} to ${describe(batch.to)}, not from ${describe(p.fromId)} to ${describe(p.toId)}; nothing more was applied.`);
+  }
+}
+
+/**
+ * The bytes of attachments `to`'s turns name and it lacks, from `from`, in batches of pieces; an attachment `from`
+ * does not send (it lacks the bytes too, or its turn is private there) is not asked for again in this run.
+ */
+async function fetchAttachments(p: Direction, cursor: SyncCursor, missing: readonly SyncMissing[] | undefined, o: ReturnType<typeof readOptions>, report: SyncReport): Promise<void> {
+  const given = new Set<string>();
+  let want = (missing ?? []).filter((m) => !given.has(m.id));
+  while (want.length > 0) {
+    stopped(o);
+    const ask = want.slice(0, 16);
+    const batch = await p.from.syncChanges({ to: p.toId, cursor, ...(o.conversations ? { conversations: o.conversations } : {}), maxTurns: 1, maxBytes: o.maxBytes, attachments: ask });
+    checkBatch(batch, p);
+    const sent = new Set((batch.attachments ?? []).map((x) => x.id));
+    for (const m of ask) if (!sent.has(m.id)) given.add(m.id);
+    if (sent.size === 0) {
+      want = want.filter((m) => !given.has(m.id));
+      continue;
+    }
+    const applied = await p.to.applySync(batch);
+    report.attachments += applied.attachments ?? 0;
+    report.batches++;
+    report.bytes += bytesOf(batch);
+    // An attachment whose bytes did not move on (refused, or sent from elsewhere than asked) is not asked for again.
+    const after = new Map((applied.missing ?? []).map((m) => [m.id, m.from]));
+    for (const m of ask) if (after.has(m.id) && after.get(m.id)! <= m.from) given.add(m.id);
+    want = (applied.missing ?? []).filter((m) => !given.has(m.id));
+  }
+}
+
 /**
  * Moves everything `from` has and `to` lacks, a batch at a time: each batch is applied by `to` in one transaction
- * together with the cursor it reached, so a run stopped anywhere resumes after the last batch applied.
+ * together with the cursor it reached, so a run stopped anywhere resumes after the last batch applied. Attachments'
+ * bytes follow the turns that name them (and first, what `to` lacked already).
  */
-async function move(from: SyncPeer, to: SyncPeer, fromId: string, toId: string, cursor: SyncCursor, o: ReturnType<typeof readOptions>, direction: 'pull' | 'push', report: SyncReport, changed: Set<string>) {
+async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMissing[] | undefined, o: ReturnType<typeof readOptions>, report: SyncReport, changed: Set<string>) {
+  const { from, to, toId, direction } = p;
   let turns = 0;
   let batches = 0;
   let bytes = 0;
+  await fetchAttachments(p, cursor, missing, o, report);
   for (;;) {
-    if (o.signal?.aborted) throw new PagewiseError('ABORTED', MODULE, 'The sync was stopped; what was applied stays, and the next sync goes on from there.');
+    stopped(o);
     const batch = await from.syncChanges({ to: toId, cursor, ...(o.conversations ? { conversations: o.conversations } : {}), maxTurns: o.maxTurns, maxBytes: o.maxBytes });
-    if (batch.from !== fromId || batch.to !== toId) {
-      throw new PagewiseError('STORAGE_ERROR', MODULE, `The peer answered with a batch from ${describe(batch.from)} to ${describe(batch.to)}, not from ${describe(fromId)} to ${describe(toId)}; nothing more was applied.`);
-    }
+    checkBatch(batch, p);
     const size = bytesOf(batch);
     const applied: SyncApplied = await to.applySync(batch);
     batches++;
@@ -83,6 +125,7 @@ async function move(from: SyncPeer, to: SyncPeer, fromId: string, toId: string, 
     report.bytes += size;
     o.onProgress?.({ direction, batches, turns, bytes });
     cursor = batch.cursor;
+    await fetchAttachments(p, cursor, applied.missing, o, report);
     if (!batch.more) return;
   }
 }
@@ -96,10 +139,10 @@ export async function runSync(self: SyncPeer, other: unknown, options?: SyncOpti
   const theirs = await peer.syncState(selfId, o.conversations);
   if (theirs.replica === selfId) invalid('other', `is this same replica (${describe(selfId)}): sync two memories with their own storage.`);
   const ours = await self.syncState(theirs.replica, o.conversations);
-  const report: SyncReport = { pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, batches: 0, bytes: 0, ms: 0 };
+  const report: SyncReport = { pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, attachments: 0, batches: 0, bytes: 0, ms: 0 };
   const changed = new Set<string>();
-  await move(peer, self, theirs.replica, selfId, ours.cursor, o, 'pull', report, changed);
-  await move(self, peer, selfId, theirs.replica, theirs.cursor, o, 'push', report, changed);
+  await move({ from: peer, to: self, fromId: theirs.replica, toId: selfId, direction: 'pull' }, ours.cursor, ours.missing, o, report, changed);
+  await move({ from: self, to: peer, fromId: selfId, toId: theirs.replica, direction: 'push' }, theirs.cursor, theirs.missing, o, report, changed);
   report.conversations = [...changed].sort();
   report.ms = performance.now() - started;
   return report;

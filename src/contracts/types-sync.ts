@@ -16,12 +16,20 @@ export interface SyncCursor {
   tombstones: number;
 }
 
+/** An attachment a replica's turns refer to whose bytes it lacks, and how many of them it has (from byte 0). */
+export interface SyncMissing {
+  id: string;
+  from: number;
+}
+
 /** A replica's answer to "who are you, and how far have you read `peer`?". */
 export interface SyncState {
   /** This replica's id: random, made when its database was created (or first migrated to sync). */
   replica: string;
   /** How far this replica has received `peer`'s changes (for the conversation filter asked about). */
   cursor: SyncCursor;
+  /** Attachments its turns refer to whose bytes it lacks (the first 64): what a sync fetches first. */
+  missing?: SyncMissing[];
 }
 
 /** What `syncChanges` is asked for. */
@@ -36,6 +44,26 @@ export interface SyncRequest {
   maxTurns?: number;
   /** About this many bytes of turns in the batch at most (default 1,000,000); one turn is always sent whole. */
   maxBytes?: number;
+  /**
+   * Instead of turns: the bytes of these attachments, each from byte `from` (what the receiver's `missing` says),
+   * within `maxBytes`. Only attachments a shareable turn of the conversations refers to are sent.
+   */
+  attachments?: SyncMissing[];
+}
+
+/**
+ * A piece of an attachment's bytes as it travels: attachments move apart from the turns that name them (a turn
+ * names its attachment by id), once, by id, in pieces within a batch's size — so within the edge's row limit.
+ */
+export interface SyncAttachmentPiece {
+  id: string;
+  mediaType: string;
+  /** The whole attachment's size in bytes. */
+  size: number;
+  /** The piece's first byte. */
+  start: number;
+  /** The piece's bytes, base64. */
+  data: string;
 }
 
 /**
@@ -107,6 +135,8 @@ export interface SyncBatch {
   /** Pins and aliases travel whole with the last batch (`more: false`). */
   pins: SyncPin[];
   aliases: SyncAlias[];
+  /** Pieces of attachments' bytes, when the request asked for them (then the batch carries no turns). */
+  attachments?: SyncAttachmentPiece[];
 }
 
 /** A turn a replica did not store (see SyncApplied.conflicts). */
@@ -132,6 +162,10 @@ export interface SyncApplied {
   /** Pins and aliases whose state changed here. */
   pins: number;
   aliases: number;
+  /** Attachments whose bytes are now here whole. */
+  attachments?: number;
+  /** Attachments the turns here refer to whose bytes are still lacking (the first 64). */
+  missing?: SyncMissing[];
 }
 
 /** Progress of a running sync, after each batch. */
@@ -167,6 +201,8 @@ export interface SyncReport {
   /** Pins and aliases changed, on either side. */
   pins: number;
   aliases: number;
+  /** Attachments whose bytes moved whole, both ways. */
+  attachments: number;
   batches: number;
   /** Bytes of the batches as JSON, both ways. */
   bytes: number;

@@ -5,10 +5,13 @@ import type { DataDeps, ExportData, ExportedConversation, ExportedTurn } from '.
 import { PagewiseError } from '../contracts/errors.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import type { StorageDriver } from '../contracts/types.js';
+import type { Attachment } from '../contracts/types-data.js';
+import type { AttachmentInfo, AttachmentStore } from '../store/attachment-store.js';
+import { toBase64 } from '../common/parts.js';
 
 const MODULE = 'data';
 
-export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'serial'>) {
+export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' | 'serial'>) {
   const { driver, store, serial } = d;
   return {
     export(conversationId?: string): Promise<ExportData> {
@@ -22,7 +25,8 @@ export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'serial'>) {
           ? (await driver.query<{ alias: string; tag: string; created_at: string }>("SELECT alias, tag, created_at FROM tag_aliases WHERE conversation_id = '' ORDER BY alias"))
             .map((a) => ({ alias: a.alias, tag: a.tag, createdAt: a.created_at }))
           : [];
-        return { format: 'pagewise', version: 1, exportedAt: new Date().toISOString(), conversations, aliases };
+        const attachments = await exportAttachments(d.attachments, ids);
+        return { format: 'pagewise', version: 1, exportedAt: new Date().toISOString(), conversations, aliases, ...(attachments.length > 0 ? { attachments } : {}) };
       });
     },
 
@@ -36,6 +40,18 @@ export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'serial'>) {
       });
     },
   };
+}
+
+/** The bytes of every attachment the conversations' turns refer to, once each, by id (those not here are left out). */
+async function exportAttachments(store: AttachmentStore, conversationIds: readonly string[]): Promise<Attachment[]> {
+  const infos = new Map<string, AttachmentInfo>();
+  for (const id of conversationIds) for (const a of await store.ofConversation(id)) infos.set(a.id, a);
+  const out: Attachment[] = [];
+  for (const id of [...infos.keys()].sort()) {
+    const found = await store.read(id);
+    if (found) out.push({ id, mediaType: found.mediaType, size: found.size, data: toBase64(found.bytes) });
+  }
+  return out;
 }
 
 /** Every stored turn of a conversation, in order, read a page at a time. */

@@ -24,6 +24,9 @@ import { PagewiseError } from '../contracts/errors.js';
 import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from '../common/messages.js';
 import { utf8Bytes } from '../storage/limits.js';
 import { type NewTurn, turnRowError } from '../store/turn-store.js';
+import type { NewAttachment } from '../store/attachment-store.js';
+import { sentMessageText } from '../tokens/message-cost.js';
+import { readAttachments, toStored } from './attachments.js';
 import { resolve, spelling } from '../tags/tag-canonicalizer.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { ChatMessage, MaybePromise, Statement } from '../contracts/types.js';
@@ -94,12 +97,12 @@ function slicer() {
 type RowCheck = (conversationId: string, message: ChatMessage, path: string) => PagewiseError | null;
 
 /** A conversation's turns, validated in slices. */
-async function readTurns(raw: unknown[], path: string, maxBytes: number, conversationId: string, rowCheck: RowCheck): Promise<ChatMessage[]> {
+async function readTurns(raw: unknown[], path: string, maxBytes: number, conversationId: string, rowCheck: RowCheck, maxAttachmentBytes: number): Promise<ChatMessage[]> {
 const messages: ChatMessage[] = new Array(raw.length);
 const ids = new Set<string>();
 const slice = slicer();
 for (let i = 0; i < raw.length; i++) {
-  const m = validateMessage(raw[i], `${path}[${i}]`, maxBytes);
+  const m = validateMessage(raw[i], `${path}[${i}]`, maxBytes, maxAttachmentBytes);
   if (m.id === undefined || m.createdAt === undefined) invalid(`${path}[${i}]`, 'needs its id and createdAt, as memory.export() writes them.');
   if (ids.has(m.id)) invalid(`${path}[${i}].id`, `repeats message id ${describe(m.id)}.`);
   // The same check as append's, here where nothing is written yet (a chunk that failed it would undo the others).
@@ -136,7 +139,7 @@ function readAliases(value: unknown, path: string, conversationId: string | null
 }
 
 /** Step 1 without the store: the caller's data, checked whole and copied. */
-async function readImport(data: unknown, maxBytes: number, rowCheck: RowCheck): Promise<{ conversations: Planned[]; aliases: PlannedAlias[] }> {
+async function readImport(data: unknown, maxBytes: number, rowCheck: RowCheck, maxAttachmentBytes: number): Promise<{ conversations: Planned[]; aliases: PlannedAlias[] }> {
 const o = checkObject(data, 'import');
 if (o.format !== 'pagewise' || o.version !== 1) {
   invalid('data', `is not pagewise's export format version 1 (format ${describe(o.format)}, version ${describe(o.version)}); pass what memory.export() returned.`);
@@ -155,7 +158,7 @@ for (const [c, raw] of list.entries()) {
   seen.add(id);
   const turns = readArray(conv.turns, `${path}.turns`, 'INVALID_ARGUMENT', MODULE);
   if (!turns) invalid(`${path}.turns`, `must be an array (got ${describe(conv.turns)}).`);
-  const messages = await readTurns(turns, `${path}.turns`, maxBytes, id, rowCheck);
+  const messages = await readTurns(turns, `${path}.turns`, maxBytes, id, rowCheck, maxAttachmentBytes);
   const ids = new Set(messages.map((m) => m.id!));
   const pinList = conv.pins === undefined ? [] : readArray(conv.pins, `${path}.pins`, 'INVALID_ARGUMENT', MODULE);
   if (!pinList) invalid(`${path}.pins`, `must be an array (got ${describe(conv.pins)}).`);
@@ -276,7 +279,7 @@ function checkJournal(d: ImportDeps, journal: Journal, fresh: Planned[]): void {
 }
 
 /** Step 2: the writes, chunk by chunk (see the top of this file). */
-async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], report: ImportReport): Promise<void> {
+async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], blobs: Map<string, NewAttachment>, report: ImportReport): Promise<void> {
   const { driver, store } = d;
   const key = `${JOURNAL}${crypto.randomUUID()}`;
   const fresh = plan.filter((c) => c.messages.length > c.stored);
@@ -313,11 +316,14 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], re
           const started = performance.now();
           await unchanged(c, entry.written);
           const first = c.stored + entry.written;
-          const turns: NewTurn[] = c.messages.slice(first, first + size).map((message, k) => {
+          const turns: NewTurn[] = await Promise.all(c.messages.slice(first, first + size).map(async (raw, k) => {
+            // Attachments by id; the bytes the export carries go with the first turn that names them.
+            const { message, refs } = await toStored(raw, d.attachments, `${c.path}.turns[${first + k}]`, false);
             const text = messageText(message);
             const createdMs = Date.parse(message.createdAt!);
-            return { message, id: message.id!, text, contentHash: c.hashes[first + k]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(text) };
-          });
+            const attachments = refs.flatMap((id) => (blobs.has(id) ? [blobs.get(id)!] : []));
+            return { message, refs, attachments, id: message.id!, text, contentHash: c.hashes[first + k]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(sentMessageText(message)) };
+          }));
           const statements: Statement[] = store.appendStatements(c.id, c.from + entry.written, turns, countKey, now);
           // The journal counts the chunk in the chunk's own transaction; an undo after a failed batch looks one
           // chunk further, keeping only rows with the import's ids at their seqs.
@@ -366,11 +372,12 @@ export function importApi(d: ImportDeps) {
         // Admission in call order (and ENGINE_CLOSED once closed); the rest runs in slots of its own.
         await d.serial(async () => undefined);
         const rowCheck: RowCheck = (conversationId, m, path) => turnRowError(d.store.limits, d.driver.name, conversationId, m.id!, m, messageText(m), path);
-        const { conversations, aliases } = await readImport(data, d.maxMessageBytes, rowCheck);
+        const { conversations, aliases } = await readImport(data, d.maxMessageBytes, rowCheck, d.maxAttachmentBytes);
+        const blobs = await readAttachments((data as { attachments?: unknown } | null)?.attachments, d.maxAttachmentBytes);
         for (const c of conversations) await hashTurns(c);
         for (const c of conversations) await checkStored(d, c);
         const report: ImportReport = { conversations: [], turns: 0, skipped: conversations.reduce((n, c) => n + c.stored, 0) };
-        await write(d, conversations, aliases, report);
+        await write(d, conversations, aliases, blobs, report);
         return report;
       })();
     },

@@ -5,6 +5,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import { describe, validateConversationId } from '../common/messages.js';
 import { inListSize } from '../storage/limits.js';
 import { MIGRATIONS } from '../store/schema.js';
+import { ATTACHMENT_SWEEP, attachmentRefRemoval } from '../store/attachment-store.js';
 import { chunks, type TurnStore } from '../store/turn-store.js';
 import type { ConversationInfo, MaybePromise, Statement, StorageDriver } from '../contracts/types.js';
 
@@ -74,9 +75,11 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
         { sql: `DELETE FROM pins WHERE conversation_id = ? AND turn_id IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.id)] },
         { sql: `DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'turn' AND ref IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.seq)] },
         { sql: `DELETE FROM turns WHERE rowid IN (${marks(part.length)})`, params: rowids },
+        attachmentRefRemoval(rowids),
       );
     }
-    statements.push({ sql: NO_DELETE }, ...derivedRemoval(conversationId, whole, retag));
+    // An attachment no kept turn (of any conversation) refers to goes with them, its bytes with it.
+    statements.push({ sql: NO_DELETE }, ...derivedRemoval(conversationId, whole, retag), ...ATTACHMENT_SWEEP);
     await driver.query('PRAGMA secure_delete = ON');
     await driver.batch(statements);
     d.uncache(conversationId);

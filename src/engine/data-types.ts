@@ -3,19 +3,16 @@
 import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TurnStore } from '../store/turn-store.js';
+import type { AttachmentStore } from '../store/attachment-store.js';
 import type { StorageDriver, Tokenizer } from '../contracts/types.js';
 
 export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from '../contracts/types-data.js';
 
-
-
-
-
-
-
 export interface DataDeps {
   driver: StorageDriver;
   store: TurnStore;
+  /** Attachments' bytes (stored once by content hash). */
+  attachments: AttachmentStore;
   canonicalizer: Canonicalizer;
   index: TagIndex;
   tokenizer: () => Promise<Tokenizer>;
@@ -31,6 +28,7 @@ export interface DataDeps {
   /** Schedules what is derived in the background (vectors; compaction when due). */
   rebuildLater: (conversationId: string) => void;
   maxMessageBytes: number;
+  maxAttachmentBytes: number;
 }
 
 /** A stored turn's row as forget and an import's undo remove it. */

@@ -60,7 +60,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const jobs = createBackgroundJobs({ ...stores, keyed, background, compactor, semantic, reports, backgroundSliceTurns: opts.backgroundSliceTurns });
 
   const { recoverImports, ...data } = dataApi({
-    driver, store, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes,
+    driver, store, attachments: stores.attachments, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes, maxAttachmentBytes: opts.maxAttachmentBytes,
     settle: () => background.idle(),
     busy: (conversationId) => background.busy(conversationId),
     uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); thingJudge.uncache(conversationId); hints.delete(conversationId); },

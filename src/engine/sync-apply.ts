@@ -2,7 +2,10 @@
 // removes it, leaving no byte of its text), then the turns this replica lacks, placed in the converged order — every
 // replica orders a conversation by (order key, origin, id) — with the cursor the batch reached, in one transaction;
 // then pins and manual aliases by their merge rules. Derived data is never received: it is rebuilt here.
-import { readBatch, type IncomingTurn, type ReadBatch } from './sync-batch.js';
+import { readBatch, type IncomingPiece, type IncomingTurn, type ReadBatch } from './sync-batch.js';
+import { MISSING_PER_ASK } from './sync-changes.js';
+import { completeStatement } from '../store/attachment-store.js';
+import { sha256Hex } from '../common/parts.js';
 import { derivedRemoval, type Remove } from './data-rows.js';
 import type { DataDeps } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
@@ -181,15 +184,50 @@ async function applyAliases(d: SyncApplyDeps, batch: ReadBatch): Promise<number>
   return changed;
 }
 
+/**
+ * Pieces of attachments' bytes, each stored where the bytes here end (others are not what this replica asked for);
+ * an attachment whose bytes are whole is checked against its id before it counts as stored. Resolves with how many
+ * became whole.
+ */
+async function applyPieces(d: SyncApplyDeps, pieces: readonly IncomingPiece[], nowIso: string): Promise<number> {
+  let whole = 0;
+  for (const p of [...pieces].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.start - b.start))) {
+    if ((await d.attachments.stored([p.id])).has(p.id) || !(await d.attachments.referenced(null, p.id))) continue;
+    const have = await d.attachments.received(p.id);
+    if (p.start !== have) continue;
+    const statements = d.attachments.pieceStatements(p.id, p.start, p.bytes);
+    if (have + p.bytes.length === p.size) {
+      const before = have > 0 ? (await d.attachments.range(p.id, 0, have))!.bytes : new Uint8Array(0);
+      const all = new Uint8Array(p.size);
+      all.set(before);
+      all.set(p.bytes, have);
+      if ((await sha256Hex(all)) !== p.id) {
+        // Wrong bytes: none of them is kept, so the next sync asks for them from the start.
+        await d.driver.batch([{ sql: 'DELETE FROM attachment_chunks WHERE attachment_id = ?', params: [p.id] }]);
+        throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.attachments: the bytes of attachment ${describe(p.id)} do not match its id (changed on the way); they were not kept.`, { path: 'batch.attachments' });
+      }
+      statements.push(completeStatement({ id: p.id, mediaType: p.mediaType, size: p.size }, nowIso));
+      whole++;
+    }
+    await d.driver.batch(statements);
+  }
+  return whole;
+}
+
 /** One batch applied, in the engine's exclusive slot (see the top of this file for the order of its steps). */
 async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   const { driver, sync } = d;
-  const batch = await readBatch(raw, d.maxMessageBytes);
+  const batch = await readBatch(raw, d.maxMessageBytes, d.maxAttachmentBytes);
   const me = await sync.replica();
   if (batch.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(batch.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
   if (batch.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
   const nowIso = new Date().toISOString();
   const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
+  // A batch of attachments' bytes (asked for by id) carries nothing else, and moves no cursor.
+  if (batch.pieces.length > 0) {
+    applied.attachments = await applyPieces(d, batch.pieces, nowIso);
+    return withMissing(d, applied, batch.conversations);
+  }
   const changed = new Set<string>();
   await applyTombstones(d, batch, applied, changed, nowIso);
   const tok = await d.tokenizer();
@@ -216,7 +254,14 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   }
   if (!batch.more) applied.aliases = await applyAliases(d, batch);
   applied.conversations = [...changed].sort();
-  return applied;
+  return withMissing(d, applied, batch.conversations);
+}
+
+/** The report with the attachments this replica's turns name whose bytes it still lacks (what the sync fetches next). */
+async function withMissing(d: SyncApplyDeps, applied: SyncApplied, conversations: readonly string[] | null): Promise<SyncApplied> {
+  const ids = await d.attachments.missing(conversations, MISSING_PER_ASK);
+  if (ids.length === 0) return applied;
+  return { ...applied, missing: await Promise.all(ids.map(async (id) => ({ id, from: await d.attachments.received(id) }))) };
 }
 
 /** Whether a batch (not read yet: caller input) carries tombstones; a value that cannot be read carries none. */

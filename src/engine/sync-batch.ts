@@ -1,12 +1,13 @@
 // A sync batch as applySync receives it: another replica's data, so caller input like any other. Every field is
 // checked and copied before anything is written; a bad batch is a typed error and changes nothing.
 import { checkId, checkObject } from './support.js';
-import { readCursor, readReplicaId } from './sync-changes.js';
+import { MISSING_PER_ASK, readCursor, readReplicaId } from './sync-changes.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { MAX_BATCH_TURNS, readConversationFilter } from '../common/sync.js';
-import { contentHash, describe, messageText, parseIsoDate, readArray, readRecord, validateConversationId, validateMessage } from '../common/messages.js';
-import type { ChatMessage } from '../contracts/types.js';
-import type { SyncAlias, SyncBatch, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+import { DEFAULT_MAX_ATTACHMENT_BYTES, contentHash, describe, messageText, parseIsoDate, readArray, readRecord, storedContent, validateConversationId, validateMessage } from '../common/messages.js';
+import { bytesOf, isAttachmentPart, validatePart } from '../common/parts.js';
+import type { AttachmentPart, ChatMessage } from '../contracts/types.js';
+import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
 const MAX_TOMBSTONES = 10_000;
@@ -23,8 +24,9 @@ export interface IncomingTurn extends SyncTurn {
   createdMs: number;
 }
 
-export interface ReadBatch extends Omit<SyncBatch, 'turns'> {
+export interface ReadBatch extends Omit<SyncBatch, 'turns' | 'attachments'> {
   turns: IncomingTurn[];
+  pieces: IncomingPiece[];
 }
 
 const iso = (value: unknown, path: string): string => new Date(parseIsoDate(value, path)).toISOString();
@@ -62,8 +64,14 @@ async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<I
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
   const { conversationId: _c, contentHash: given, origin, ord, private: isPrivate, ...fields } = t;
   if (isPrivate !== undefined) invalid(`${path}.private`, 'is set: private turns never leave the replica they were written on.');
-  const message = validateMessage(fields, path, maxBytes);
-  if (message.id === undefined || message.createdAt === undefined) invalid(path, 'needs its id and createdAt, as syncChanges() gives them.');
+  const checked = validateMessage(fields, path, maxBytes);
+  if (checked.id === undefined || checked.createdAt === undefined) invalid(path, 'needs its id and createdAt, as syncChanges() gives them.');
+  // Attachments travel by id, apart from the turns: a turn carrying bytes is not one syncChanges() wrote.
+  if (Array.isArray(checked.content) && checked.content.some((p) => isAttachmentPart(p) && p.attachment === undefined && p.url === undefined)) {
+    invalid(`${path}.content`, 'carries an attachment\'s bytes; in a sync batch a turn names its attachments by id (their bytes travel apart).');
+  }
+  // As this replica writes it (the same JSON every replica stores).
+  const message = { ...checked, id: checked.id, createdAt: checked.createdAt, content: (await storedContent(checked.content)).content };
   const contentHashGiven = hash(given, `${path}.contentHash`);
   if ((await contentHash(message)) !== contentHashGiven) invalid(`${path}.contentHash`, `does not match the message ${describe(message.id)} (changed on the way); nothing was applied.`);
   const turn: IncomingTurn = {
@@ -97,8 +105,25 @@ function readAlias(raw: unknown, path: string): SyncAlias {
   };
 }
 
+/** A piece of an attachment's bytes, checked and decoded (its hash is checked once the attachment is whole). */
+export interface IncomingPiece extends Omit<SyncAttachmentPiece, 'data'> {
+  bytes: Uint8Array;
+}
+
+function readPiece(raw: unknown, path: string, maxAttachmentBytes: number): IncomingPiece {
+  const p = record(raw, path);
+  hash(p.id, `${path}.id`);
+  const size = int(p.size, `${path}.size`, 1);
+  if (size > maxAttachmentBytes) invalid(`${path}.size`, `is ${size} bytes, over this replica's maxAttachmentBytes (${maxAttachmentBytes}).`);
+  const start = int(p.start, `${path}.start`, 0);
+  const part = validatePart({ type: 'file', data: p.data, mediaType: p.mediaType }, path, maxAttachmentBytes);
+  const bytes = bytesOf(part as AttachmentPart)!;
+  if (start + bytes.length > size) invalid(`${path}.data`, `runs past the attachment's size (${start} + ${bytes.length} > ${size}).`);
+  return { id: p.id as string, mediaType: (part as AttachmentPart).mediaType!, size, start, bytes };
+}
+
 /** The batch, checked whole and copied (turns hashed and verified); INVALID_ARGUMENT at the first bad field. */
-export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBatch> {
+export async function readBatch(raw: unknown, maxBytes: number, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ReadBatch> {
   const b = checkObject(raw, 'applySync');
   if (b.format !== 'pagewise-sync' || b.version !== 1) invalid('batch', `is not a pagewise sync batch version 1 (format ${describe(b.format)}, version ${describe(b.version)}); pass what syncChanges() returned.`);
   if (typeof b.more !== 'boolean') invalid('batch.more', `must be true or false (got ${describe(b.more)}).`);
@@ -118,5 +143,6 @@ export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBat
     turns,
     pins: list(b.pins, 'batch.pins', MAX_PINS).map((p, i) => readPin(p, `batch.pins[${i}]`)),
     aliases: list(b.aliases, 'batch.aliases', MAX_PINS).map((a, i) => readAlias(a, `batch.aliases[${i}]`)),
+    pieces: b.attachments === undefined ? [] : list(b.attachments, 'batch.attachments', MISSING_PER_ASK).map((p, i) => readPiece(p, `batch.attachments[${i}]`, maxAttachmentBytes)),
   };
 }

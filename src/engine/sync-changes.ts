@@ -4,10 +4,12 @@
 import { checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { DEFAULT_BATCH_BYTES, DEFAULT_BATCH_TURNS, MAX_BATCH_TURNS, readConversationFilter, readCount } from '../common/sync.js';
-import { describe, readRecord } from '../common/messages.js';
+import { describe, readArray, readRecord } from '../common/messages.js';
+import { toBase64 } from '../common/parts.js';
+import type { AttachmentStore } from '../store/attachment-store.js';
 import { utf8Bytes } from '../storage/limits.js';
 import type { ChangeRow, SyncStore } from '../store/sync-store.js';
-import type { SyncBatch, SyncCursor, SyncRequest, SyncState, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncRequest, SyncState, SyncTurn } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
 /** Tombstones per batch (ids and hashes: small). */
@@ -15,8 +17,12 @@ const TOMBSTONES_PER_BATCH = 2000;
 
 export interface SyncReadDeps {
   sync: SyncStore;
+  attachments: AttachmentStore;
   serial: <T>(fn: () => Promise<T>) => Promise<T>;
 }
+
+/** Attachments a sync asks for (or says it lacks) at once, at most. */
+export const MISSING_PER_ASK = 64;
 
 function invalid(path: string, message: string): never {
   throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
@@ -48,13 +54,52 @@ function syncTurn(r: ChangeRow): SyncTurn {
   return t;
 }
 
+/** `[{ id, from }]` as a sync names attachments it lacks: checked (INVALID_ARGUMENT otherwise). */
+export function readMissing(value: unknown, path: string): SyncMissing[] {
+  const list = readArray(value, path, 'INVALID_ARGUMENT', MODULE);
+  if (!list || list.length > MISSING_PER_ASK) invalid(path, `must be an array of at most ${MISSING_PER_ASK} { id, from } (got ${describe(value)}).`);
+  return list.map((raw, i) => {
+    const m = readRecord(raw, `${path}[${i}]`, 'INVALID_ARGUMENT', MODULE);
+    if (!m || typeof m.id !== 'string' || !/^[0-9a-f]{64}$/.test(m.id) || typeof m.from !== 'number' || !Number.isSafeInteger(m.from) || m.from < 0) {
+      invalid(`${path}[${i}]`, `must be { id: an attachment's id, from: a byte offset } (got ${describe(raw)}).`);
+    }
+    return { id: m.id, from: m.from };
+  });
+}
+
+/** What this replica lacks: attachments its turns refer to, with how much of each it has. */
+async function missingHere(attachments: AttachmentStore, conversations: readonly string[] | null): Promise<SyncMissing[]> {
+  const ids = await attachments.missing(conversations, MISSING_PER_ASK);
+  return Promise.all(ids.map(async (id) => ({ id, from: await attachments.received(id) })));
+}
+
+/**
+ * Pieces of the attachments asked for, from where the receiver is, within `maxBytes` (at least one piece): only
+ * attachments stored whole here that a shareable turn of the conversations refers to (a private turn's stay).
+ */
+async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conversations: readonly string[] | null, maxBytes: number): Promise<SyncAttachmentPiece[]> {
+  const out: SyncAttachmentPiece[] = [];
+  let used = 0;
+  for (const w of wanted) {
+    if (out.length > 0 && used >= maxBytes) break;
+    const info = (await attachments.stored([w.id])).get(w.id);
+    if (!info || w.from >= info.size || !(await attachments.shareable(w.id, conversations))) continue;
+    const got = await attachments.range(w.id, w.from, Math.max(1, maxBytes - used));
+    if (!got) continue;
+    out.push({ id: w.id, mediaType: info.mediaType, size: info.size, start: got.start, data: toBase64(got.bytes) });
+    used += got.bytes.length;
+  }
+  return out;
+}
+
 export function syncReadApi(d: SyncReadDeps) {
   return {
     syncState(peer: string, conversations?: string[]): Promise<SyncState> {
       return d.serial(async () => {
         const id = readReplicaId(peer, 'peer', true);
         const filter = readConversationFilter(conversations) ?? null;
-        return { replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter) };
+        const missing = await missingHere(d.attachments, filter);
+        return { replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter), ...(missing.length > 0 ? { missing } : {}) };
       });
     },
 
@@ -69,6 +114,7 @@ export function syncReadApi(d: SyncReadDeps) {
         const from = await d.sync.replica();
         if (to === from) invalid('request.to', `is this replica itself (${describe(from)}); a replica does not sync with itself.`);
         const batch: SyncBatch = { format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { ...cursor }, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
+        if (o.attachments !== undefined) return { ...batch, attachments: await pieces(d.attachments, readMissing(o.attachments, 'request.attachments'), conversations, maxBytes) };
         const tombstones = await d.sync.tombstones(cursor.tombstones, conversations, TOMBSTONES_PER_BATCH + 1);
         for (const t of tombstones.slice(0, TOMBSTONES_PER_BATCH)) {
           batch.tombstones.push(t.tombstone);

@@ -64,14 +64,16 @@ export function attachmentRefStatement(conversationId: string, turnId: string, i
   };
 }
 
-/** Statements that remove the refs of removed turns (by row id), then every attachment no turn refers to any more. */
-export function attachmentRemovalStatements(rowids: readonly number[]): Statement[] {
-  return [
-    { sql: `DELETE FROM attachment_refs WHERE turn_rowid ${IDS}`, params: [JSON.stringify(rowids)] },
-    { sql: 'DELETE FROM attachment_chunks WHERE attachment_id NOT IN (SELECT attachment_id FROM attachment_refs)' },
-    { sql: 'DELETE FROM attachments WHERE id NOT IN (SELECT attachment_id FROM attachment_refs)' },
-  ];
+/** The statement that removes the refs of removed turns (by row id, one JSON parameter). */
+export function attachmentRefRemoval(rowids: readonly number[]): Statement {
+  return { sql: `DELETE FROM attachment_refs WHERE turn_rowid ${IDS}`, params: [JSON.stringify(rowids)] };
 }
+
+/** Statements that remove every attachment no turn refers to any more (after attachmentRefRemoval). */
+export const ATTACHMENT_SWEEP: readonly Statement[] = [
+  { sql: 'DELETE FROM attachment_chunks WHERE attachment_id NOT IN (SELECT attachment_id FROM attachment_refs)' },
+  { sql: 'DELETE FROM attachments WHERE id NOT IN (SELECT attachment_id FROM attachment_refs)' },
+];
 
 export function createAttachmentStore(driver: StorageDriver) {
   const piece = pieceSize(limitsOf(driver));
@@ -83,23 +85,30 @@ export function createAttachmentStore(driver: StorageDriver) {
     return new Map(rows.map((r) => [r.id, { id: r.id, mediaType: r.media_type, size: Number(r.size) }]));
   }
 
-  /** Bytes of an attachment from byte `from`, whole pieces up to about `maxBytes` (at least one), or null for none there. */
+  /**
+   * Bytes of an attachment from byte `from` (anywhere inside a piece), up to about `maxBytes` (at least the rest of the
+   * first piece), or null when none are there.
+   */
   async function range(id: string, from: number, maxBytes: number): Promise<{ start: number; bytes: Uint8Array } | null> {
     const out: Uint8Array[] = [];
-    let next = from;
     let length = 0;
-    for (;;) {
+    const [first] = await driver.query<{ start: number; data: SqlValue }>('SELECT start, data FROM attachment_chunks WHERE attachment_id = ? AND start <= ? ORDER BY start DESC LIMIT 1', [id, from]);
+    if (!first) return null;
+    const head = toBytes(first.data).subarray(from - Number(first.start));
+    if (head.length === 0) return null;
+    out.push(head);
+    length += head.length;
+    let next = from + head.length;
+    while (length < maxBytes) {
       // One piece per query: a whole attachment is never held twice in the storage's answer.
       const [row] = await driver.query<{ data: SqlValue }>('SELECT data FROM attachment_chunks WHERE attachment_id = ? AND start = ?', [id, next]);
       if (!row) break;
       const data = toBytes(row.data);
-      if (out.length > 0 && length + data.length > maxBytes) break;
+      if (data.length === 0 || length + data.length > maxBytes) break;
       out.push(data);
       length += data.length;
       next += data.length;
-      if (data.length === 0) break;
     }
-    if (out.length === 0) return null;
     const bytes = new Uint8Array(length);
     let at = 0;
     for (const b of out) { bytes.set(b, at); at += b.length; }
@@ -123,6 +132,14 @@ export function createAttachmentStore(driver: StorageDriver) {
       const rows = await driver.query<{ n: number }>(
         `SELECT COUNT(*) AS n FROM attachment_refs r${shared ? ' JOIN turns t ON t.rowid = r.turn_rowid AND t.private = 0' : ''} WHERE r.attachment_id = ?${conversationId === null ? '' : ' AND r.conversation_id = ?'}`,
         conversationId === null ? [id] : [id, conversationId]);
+      return Number(rows[0]?.n ?? 0) > 0;
+    },
+
+    /** Whether a turn that may leave this replica (not private) of the conversations (all: null) refers to the attachment. */
+    async shareable(id: string, conversations: readonly string[] | null): Promise<boolean> {
+      const rows = await driver.query<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM attachment_refs r JOIN turns t ON t.rowid = r.turn_rowid AND t.private = 0 WHERE r.attachment_id = ?${conversations ? ` AND r.conversation_id ${IDS}` : ''}`,
+        conversations ? [id, JSON.stringify(conversations)] : [id]);
       return Number(rows[0]?.n ?? 0) > 0;
     },
 

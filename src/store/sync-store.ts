@@ -5,6 +5,7 @@ import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import type { SyncAlias, SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { ChatMessage } from '../contracts/types.js';
 import { NEXT_ORD, NEXT_ROWID, type TurnRow } from './turn-store.js';
+import { attachmentRefStatement } from './attachment-store.js';
 
 /** This replica's id (schema 9 made it). */
 const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
@@ -199,6 +200,9 @@ function createSyncWrites() {
       if (countKey !== null) {
         out.push({ sql: 'INSERT INTO turn_tokens (turn_rowid, encoding, tokens) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)', params: [conversationId, t.id, countKey, tokens] });
       }
+      // The attachments it names (their bytes travel apart: until they arrive, they are missing here).
+      const refs = Array.isArray(m.content) ? [...new Set(m.content.flatMap((p) => ('attachment' in p && typeof p.attachment === 'string' ? [p.attachment] : [])))] : [];
+      for (const id of refs) out.push(attachmentRefStatement(conversationId, t.id, id));
       return out;
     },
 

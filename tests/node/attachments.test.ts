@@ -1,0 +1,183 @@
+// Memory keeps every part: an image sent in turn 3 is stored once (by content hash), recalled as a reference 200
+// turns later and sent again on request, exported and imported, synced to the edge (real workerd, its row limit)
+// and back, and forgotten without a byte of it left in the database file. Bad parts get typed errors and change
+// nothing stored.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Miniflare } from 'miniflare';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMemory as create, remoteMemory, type Memory } from '../../src/index.js';
+import { fileStorage } from '../../src/node.js';
+import { bundleTestWorker, startTestWorker } from './edge-worker.js';
+import { assistant, createMemory, user } from './helpers.js';
+import { b64, pdf, png } from '../fixtures/media.js';
+import type { ChatMessage, ContentPart, StoredTurn } from '../../src/contracts/types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'pagewise-attachments-'));
+const MARK = 'Zyqvorth-floorplan-7731';
+// A 320×240 PNG whose tEXt chunk carries the marker: what the file scan looks for.
+const PLAN = png(320, 240, 7, MARK);
+const PLAN_ID = Buffer.from(await crypto.subtle.digest('SHA-256', PLAN as Uint8Array<ArrayBuffer>)).toString('hex');
+const caught = (p: Promise<unknown>) => p.then(() => { throw new Error('expected a rejection'); }, (e: unknown) => e as { name?: string; code?: string; path?: string; message: string });
+const imageOf = (t: StoredTurn | undefined) => (Array.isArray(t?.content) ? t.content.find((p) => p.type === 'image') : undefined) as (ContentPart & { attachment?: string }) | undefined;
+
+/** A conversation of `after` exchanges of small talk after three turns, the third carrying the floor plan. */
+function conversation(after: number): ChatMessage[][] {
+  const out: ChatMessage[][] = [[user('We are renting a flat in Lisbon for the conference.'), assistant('Great, which area?')]];
+  out.push([user([{ type: 'text', text: 'Here is the floor plan of the Alfama flat.' }, { type: 'image', data: `data:image/png;base64,${b64(PLAN)}`, name: 'floorplan.png', caption: 'two bedrooms, a balcony over the river, the kitchen by the entrance' }] as never),
+    assistant('The balcony room gets the morning light.')]);
+  for (let i = 0; i < after; i++) out.push([user(`Small talk ${i}: the weather on day ${i} and what we might cook for dinner.`), assistant(`Day ${i}: sunny; grilled sardines or a bean stew.`)]);
+  return out;
+}
+
+let mf: Miniflare;
+let base = '';
+beforeAll(async () => {
+  mf = await startTestWorker(dir, await bundleTestWorker(dir), { CLIENT_TOKENS: 'client:u1' });
+  base = (await mf.ready).href.replace(/\/$/, '');
+}, 120_000);
+afterAll(async () => {
+  await mf?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('an image through the life of a conversation', () => {
+  it('stored once, recalled 200 turns later as a reference and sent again on request, exported, imported, synced to the edge and back, forgotten without a byte left', async () => {
+    const path = join(dir, 'laptop.sqlite3');
+    const onDisk = () => existsSync(path) && readFileSync(path).toString('latin1').includes(MARK);
+    const laptop = await create({ embedder: false, storage: fileStorage(path), contextWindow: 4096 });
+    let phone: Memory | undefined;
+    let restored: Memory | undefined;
+    try {
+      for (const [i, exchange] of conversation(100).entries()) {
+        await laptop.onTurnComplete({ conversationId: 'trip', messages: exchange });
+        // The same image again later (its bytes, not a data URL): stored once.
+        if (i === 51) await laptop.onTurnComplete({ conversationId: 'trip', messages: [user([{ type: 'text', text: 'The plan again, for the landlord.' }, { type: 'image', data: PLAN, mediaType: 'image/png' }] as never)] });
+      }
+      const turns = await laptop.turns('trip', { limit: 1000 });
+      expect(turns).toHaveLength(205);
+      const repeat = turns.find((t) => t.text.startsWith('The plan again'))!;
+      const third = turns[2]!;
+      expect(imageOf(third)).toEqual({ type: 'image', attachment: PLAN_ID, name: 'floorplan.png', caption: 'two bedrooms, a balcony over the river, the kitchen by the entrance', mediaType: 'image/png', size: PLAN.length, width: 320, height: 240 });
+      expect(imageOf(repeat)!.attachment).toBe(PLAN_ID);
+      expect(third.text).toBe(`Here is the floor plan of the Alfama flat.\n[image "floorplan.png" (image/png, ${Math.round(PLAN.length / 1024)} KB): two bedrooms, a balcony over the river, the kitchen by the entrance]`);
+      expect(onDisk()).toBe(true);
+      const file = readFileSync(path).toString('latin1');
+      expect(file.split(MARK).length - 1).toBe(1);
+
+      // 200 turns later: the recall block names the image (kind, name, type, size, caption, the excerpt's date).
+      const ask = { conversationId: 'trip', message: user('Which room of the Alfama flat has the balcony over the river?') };
+      const ctx = await laptop.onMessageInbound(ask);
+      expect(ctx.recallText).toContain('[image "floorplan.png" (image/png');
+      expect(ctx.recallText).toMatch(/<excerpt>\n\[\d{4}-\d\d-\d\d \d\d:\d\d\] [^<]*user: Here is the floor plan/);
+      expect(JSON.stringify(ctx.messages)).not.toContain(b64(PLAN).slice(0, 200));
+      // Asked for, the image itself comes back, counted by OpenAI's tile rule (320×240: one tile).
+      const again = await laptop.onMessageInbound({ ...ask, recallAttachments: true });
+      const sent = again.messages.at(-2)!;
+      expect(again.sources.at(-2)).toEqual({ kind: 'memory' });
+      expect((sent.content as ContentPart[]).find((p) => p.type === 'image')).toMatchObject({ type: 'image', attachment: PLAN_ID, data: b64(PLAN) });
+      const entry = again.manifest.find((e) => e.kind === 'attachments')!;
+      expect(entry.sourceIds).toContain(third.id);
+      expect(entry.tokens).toBeGreaterThan(85 + 170);
+      expect(again.budget.total).toBeLessThanOrEqual(again.budget.available);
+      // With Anthropic's rule the same image costs ceil(320 × 240 / 750) = 103 tokens (plus the note around it).
+      const claude = await laptop.onMessageInbound({ ...ask, recallAttachments: true, mediaTokens: 'anthropic' });
+      expect(claude.manifest.find((e) => e.kind === 'attachments')!.tokens).toBe(entry.tokens - 255 + 103);
+
+      // Exported once, imported into an empty memory: the same turns, the same bytes.
+      const data = await laptop.export('trip');
+      expect(data.attachments).toEqual([{ id: PLAN_ID, mediaType: 'image/png', size: PLAN.length, data: b64(PLAN) }]);
+      restored = await createMemory();
+      await restored.import(JSON.parse(JSON.stringify(data)));
+      expect(await restored.turns('trip', { limit: 1000 })).toEqual(turns);
+      expect((await restored.attachment('trip', PLAN_ID)).data).toBe(b64(PLAN));
+      expect(await restored.import(JSON.parse(JSON.stringify(data)))).toMatchObject({ turns: 0, skipped: 205 });
+
+      // Up to the edge and down to a phone that never saw it: the bytes travel once, by id.
+      const edge = remoteMemory(`${base}/v1/pagewise/sync`, { token: 'client' });
+      const up = await laptop.sync(edge);
+      expect(up).toMatchObject({ pushed: 205, attachments: 1 });
+      phone = await createMemory();
+      const down = await phone.sync(edge);
+      expect(down).toMatchObject({ pulled: 205, attachments: 1 });
+      expect(await phone.turns('trip', { limit: 1000 })).toEqual(turns.map((t) => expect.objectContaining({ id: t.id, content: t.content, text: t.text })));
+      expect((await phone.attachment('trip', PLAN_ID)).data).toBe(b64(PLAN));
+      expect(await phone.sync(edge)).toMatchObject({ pulled: 0, pushed: 0, attachments: 0 });
+
+      // Forgotten: while another turn refers to the image it stays; with the last one it goes, and no byte is left.
+      await laptop.forget({ conversationId: 'trip', messageIds: [third.id] });
+      expect((await laptop.attachment('trip', PLAN_ID)).size).toBe(PLAN.length);
+      await laptop.forget({ conversationId: 'trip', messageIds: [repeat.id] });
+      expect((await caught(laptop.attachment('trip', PLAN_ID))).code).toBe('NOT_FOUND');
+      expect(onDisk()).toBe(false);
+      await laptop.close();
+      expect(onDisk()).toBe(false);
+      expect(existsSync(`${path}-journal`) && readFileSync(`${path}-journal`).toString('latin1').includes(MARK)).toBe(false);
+    } finally {
+      await laptop.close();
+      await phone?.close();
+      await restored?.close();
+    }
+  });
+
+  it('an attachment over the edge\'s 2 MB row limit travels in pieces, and a forget there removes every piece', async () => {
+    // 1,200 × 800 pixels stored uncompressed: 2.9 MB.
+    const big = png(1200, 800, 9);
+    expect(big.length).toBeGreaterThan(2_000_000);
+    const laptop = await createMemory();
+    const phone = await createMemory();
+    try {
+      await laptop.onTurnComplete({ conversationId: 'scan', messages: [user([{ type: 'text', text: 'The scanned lease.' }, { type: 'image', data: big, mediaType: 'image/png' }] as never)] });
+      const edge = remoteMemory(`${base}/v1/pagewise/sync`, { token: 'client' });
+      const up = await laptop.sync(edge, { conversations: ['scan'], batchBytes: 600_000 });
+      expect(up.attachments).toBe(1);
+      // Each batch within what was asked (a piece is 512 KiB at most): the bytes needed several.
+      expect(up.batches).toBeGreaterThanOrEqual(5);
+      const down = await phone.sync(edge, { conversations: ['scan'] });
+      expect(down.attachments).toBe(1);
+      const [turn] = await phone.turns('scan');
+      expect((await phone.attachment('scan', imageOf(turn)!.attachment!)).data).toBe(b64(big));
+      const onEdge = async () => (await (await mf.dispatchFetch('http://edge.test/call/user/user%3Au1/attachment', { method: 'POST', body: JSON.stringify(['scan', imageOf(turn)!.attachment]) })).json()) as { value?: { size: number }; error?: { code: string } };
+      expect((await onEdge()).value?.size).toBe(big.length);
+      // A forget on the phone reaches the edge as a tombstone: the turn goes there, and every piece of its image.
+      await phone.forget({ conversationId: 'scan' });
+      expect((await phone.sync(edge, { conversations: ['scan'] })).forgotten).toBe(1);
+      expect((await onEdge()).error?.code).toBe('NOT_FOUND');
+    } finally {
+      await laptop.close();
+      await phone.close();
+    }
+  });
+});
+
+describe('bad parts: typed errors, nothing stored', () => {
+  const cases: [string, unknown, string][] = [
+    ['an unknown part type', { type: 'video', data: 'AAAA' }, 'INVALID_CONTENT'],
+    ['an image without data, url or attachment', { type: 'image', name: 'x.png' }, 'INVALID_CONTENT'],
+    ['both data and url', { type: 'image', data: b64(PLAN), url: 'https://example.com/x.png' }, 'INVALID_CONTENT'],
+    ['a malformed data URL (no base64)', { type: 'image', data: 'data:image/png,not-base64' }, 'INVALID_CONTENT'],
+    ['a data URL with broken base64', { type: 'image', data: 'data:image/png;base64,iVBOR w0K' }, 'INVALID_CONTENT'],
+    ['bytes that are no image, without a media type', { type: 'image', data: b64(new TextEncoder().encode('hello world!')) }, 'INVALID_CONTENT'],
+    ['a PDF sent as an image', { type: 'image', data: b64(pdf(1)), mediaType: 'application/pdf' }, 'INVALID_CONTENT'],
+    ['a javascript: URL', { type: 'image', url: 'javascript:alert(1)' }, 'INVALID_CONTENT'],
+    ['an attachment id that is not stored', { type: 'image', attachment: 'a'.repeat(64) }, 'INVALID_CONTENT'],
+    ['a reasoning part without text', { type: 'reasoning', signature: 'x' }, 'INVALID_CONTENT'],
+    ['an image over maxAttachmentBytes', { type: 'image', data: b64(png(200, 200)), mediaType: 'image/png' }, 'ATTACHMENT_TOO_LARGE'],
+  ];
+  it.each(cases)('%s', async (_what, part, code) => {
+    const memory = await createMemory({ maxAttachmentBytes: 100_000 });
+    try {
+      await memory.onTurnComplete({ conversationId: 'c', messages: [user('before')] });
+      const error = await caught(memory.onTurnComplete({ conversationId: 'c', messages: [user('kept?'), user([{ type: 'text', text: 'look' }, part] as never)] }));
+      expect(error).toMatchObject({ name: 'PagewiseError', code });
+      expect(error.path).toMatch(/^messages\[1\]\.content\[1\]/);
+      expect(error.message).toMatch(/\[pagewise\]/);
+      expect((await memory.turns('c')).map((t) => t.text)).toEqual(['before']);
+      // The same input as the question itself is refused the same way.
+      expect((await caught(memory.onMessageInbound({ conversationId: 'c', message: user([part] as never) }))).code).toBe(code);
+    } finally {
+      await memory.close();
+    }
+  });
+});
