@@ -53,6 +53,8 @@ export interface AssemblyInput {
   /** Whether `history` reaches back to the start of the conversation. */
   historyComplete: boolean;
   message: HistoryItem;
+  /** Messages after the new one (this round's tool calls and results): sent whole after it, like it never dropped. */
+  after: HistoryItem[];
   /** The `<context-topics>` hint, '' for none. */
   hint: string;
   placement: 'message' | 'prependText';
@@ -122,7 +124,7 @@ function budgetOf(input: AssemblyInput) {
   const extra = input.temporal ? Math.floor(input.memoryTokens / 2) : 0;
   const target = input.wide ? available : Math.min(available, input.targetTokens + extra);
   const prefixTokens = sum(input.prefix);
-  const fixed = prefixTokens + input.message.tokens + TOKENS_PER_REQUEST;
+  const fixed = prefixTokens + input.message.tokens + sum(input.after) + TOKENS_PER_REQUEST;
   if (fixed > available) {
     throw new PagewiseError('BUDGET_EXCEEDED', MODULE,
       `The new message and the system prefix need ${fixed} tokens but only ${available} are available (contextWindow ${input.window} − reserveTokens ${input.reserve}). Shorten the message or system prompt, or raise contextWindow.`);
@@ -293,7 +295,9 @@ function historyEntries(input: AssemblyInput, start: number, recent: ReturnType<
     manifest.push({ kind: 'recent', placement: 'messages', sourceIds: ids(keptRecent), tokens: sum(keptRecent), scores: {}, ...estimateOf(keptRecent),
       reason: `protected recent turns (the last ${input.protectedRecentTurns})` });
   }
-  manifest.push({ kind: 'message', placement: 'messages', sourceIds: ids([input.message]), tokens: input.message.tokens, scores: {}, ...estimateOf([input.message]), reason: 'the new message' });
+  const round = [input.message, ...input.after];
+  manifest.push({ kind: 'message', placement: 'messages', sourceIds: ids(round), tokens: sum(round), scores: {}, ...estimateOf(round),
+    reason: input.after.length === 0 ? 'the new message' : `the new message and the ${input.after.length} after it (this round's tool calls and results)` });
   return kept;
 }
 
@@ -330,13 +334,14 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   const { prependText, recallText, memoryTokens, topicTokens } = memory;
   const historyTokens = sum(kept);
   const recallMessage: ChatMessage[] = input.placement === 'message' && recallText ? [{ role: 'system', content: recallText }] : [];
-  const total = prefixTokens + memoryTokens + historyTokens + input.message.tokens + TOKENS_PER_REQUEST;
+  const messageTokens = input.message.tokens + sum(input.after);
+  const total = prefixTokens + memoryTokens + historyTokens + messageTokens + TOKENS_PER_REQUEST;
   return {
     conversationId: input.conversationId,
     prependText,
     recallText,
-    messages: [...input.prefix.map((i) => i.message), ...kept.map((i) => i.message), ...recallMessage, input.message.message],
-    sources: [...input.prefix.map(sourceOf), ...kept.map(sourceOf), ...recallMessage.map((): MessageSource => ({ kind: 'memory' })), { kind: 'message' }],
+    messages: [...input.prefix.map((i) => i.message), ...kept.map((i) => i.message), ...recallMessage, input.message.message, ...input.after.map((i) => i.message)],
+    sources: [...input.prefix.map(sourceOf), ...kept.map(sourceOf), ...recallMessage.map((): MessageSource => ({ kind: 'memory' })), { kind: 'message' }, ...input.after.map((_, index): MessageSource => ({ kind: 'after', index }))],
     budget: {
       window: input.window,
       reserve: input.reserve,
@@ -345,11 +350,11 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
       memory: memoryTokens,
       topics: topicTokens,
       history: historyTokens,
-      message: input.message.tokens,
+      message: messageTokens,
       overhead: TOKENS_PER_REQUEST,
       total,
       free: available - total,
-      estimated: estimated([...input.prefix, ...kept, input.message]),
+      estimated: estimated([...input.prefix, ...kept, input.message, ...input.after]),
       encoding: tokenizer.encoding,
       exact: tokenizer.exact,
     },

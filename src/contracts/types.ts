@@ -183,6 +183,12 @@ export interface InboundInput {
   /** The time of the request (Date, ISO 8601 or epoch ms); resolves relative time expressions. Default: now. */
   now?: Date | string | number;
   /**
+   * Messages after the new one in this request: a tool loop's calls and results so far. They are sent whole after it,
+   * counted in the budget and never dropped or rewritten; recall still searches with `message`. A stored copy of the
+   * new message or of these (an earlier step stored them) is not sent twice when the history comes from memory.
+   */
+  after?: ChatMessage[];
+  /**
    * `false`: history messages are sent as given or left out, never rewritten (no compressed tool runs, offloading or
    * shortened tool results) — for wrappers that must pass a request through unchanged, such as the proxy and the AI
    * SDK middleware. Default true.
@@ -208,6 +214,8 @@ export type MessageSource =
   | { kind: 'stored'; id: string; rewritten?: true }
   /** The new message. */
   | { kind: 'message' }
+  /** `after[index]` of the caller's input (this round's tool calls and results). */
+  | { kind: 'after'; index: number }
   /** pagewise's own: the recall block, recalled attachments. */
   | { kind: 'memory' };
 
@@ -255,7 +263,7 @@ export interface BudgetBreakdown {
   topics: number;
   /** History messages other than the prefix and the new message. */
   history: number;
-  /** The new message. */
+  /** The new message (and the messages `after` it). */
   message: number;
   /** Tokens the chat format adds once per request (reply priming). */
   overhead: number;

@@ -11,7 +11,7 @@ import { checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { type HistoryView, callerHistory, itemFor, storedHistory } from './history.js';
 import type { Memory } from '../contracts/memory.js';
-import { describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
+import { contentHash, describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
 import type { ResolvedOptions } from './options.js';
 import { sampleBroad } from '../retrieval/broad.js';
 import { type QueryAnalysis, analyzeQuery } from '../retrieval/query.js';
@@ -22,7 +22,7 @@ import { TOKENS_PER_REQUEST } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, CompressionKind, MediaRule, Tokenizer } from '../contracts/types.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { reasoningText } from '../common/parts.js';
-import { withBytes } from './attachments.js';
+import { checkNamed, withBytes } from './attachments.js';
 import { reattach } from './recall-attachments.js';
 
 const MODULE = 'engine';
@@ -57,6 +57,8 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `history must be an array of messages (got ${describe(args.history)}).`, { path: 'history' });
   }
   const how = requestOptions(args, opts.mediaTokens);
+  const after = readAfter(args.after, opts);
+  await checkNamed([message, ...after], d.attachments, (i) => (i === 0 ? 'message' : `after[${i - 1}]`));
   const now = parseNow(args.now);
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
@@ -66,9 +68,13 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   const wide = query.intent.broad;
   const notes = [...meaning.notes];
   const { state, view } = await historyView(d, conversationId, history, tok, how.rule, wide);
-  const prefixSeqs = view.prefix.flatMap((p) => (p.seq === null ? [] : [p.seq]));
   const messageItem = itemFor(message, null, tok, how.rule);
-  const { pinned, working } = await workingHistory(d, conversationId, view, messageItem, text, tok, wide, how.rewrite);
+  const afterItems = after.map((m) => itemFor(m, null, tok, how.rule));
+  // The stored copy of this round (a retry, a tool loop's next step) is neither history nor recalled: it is sent as given.
+  const repeated = history ? [] : await storedRound(view, [message, ...after]);
+  const sentSeqs = [...view.prefix, ...repeated].flatMap((p) => (p.seq === null ? [] : [p.seq]));
+  const round = { ...messageItem, tokens: messageItem.tokens + afterItems.reduce((n, i) => n + i.tokens, 0) };
+  const { pinned, working } = await workingHistory(d, conversationId, view, round, text, tok, wide, how.rewrite);
   const plan = await planSummaries(d, conversationId, state !== null, query, meaning);
   const hint = wide || opts.topicsHintAlways ? await d.hints.hintFor(conversationId, tok) : '';
   const assembled = await assemble({
@@ -84,6 +90,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     history: working.history,
     historyComplete: view.complete,
     message: messageItem,
+    after: afterItems,
     hint,
     placement: opts.recallPlacement,
     wide,
@@ -91,7 +98,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     compacted: state !== null,
     summaries: plan.candidates,
     summaryShare: plan.share,
-    recall: recallFor(d, { conversationId, pinned, prefixSeqs, query, meaning, now, reasoning: how.reasoning }),
+    recall: recallFor(d, { conversationId, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning }),
   });
   if (working.compressed.size > 0) {
     for (const entry of assembled.manifest) {
@@ -105,6 +112,28 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal }, how.attachments, how.rule, tok);
   // Stored attachments are sent with their bytes.
   return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}) };
+}
+
+/** The messages after the new one (a tool loop's round), checked as messages. */
+function readAfter(value: unknown, opts: ResolvedOptions): ChatMessage[] {
+  if (value === undefined) return [];
+  const list = readArray(value, 'after');
+  if (!list) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `after must be an array of messages (got ${describe(value)}).`, { path: 'after' });
+  return list.map((m, i) => validateMessage(m, `after[${i}]`, opts.maxMessageBytes, opts.maxAttachmentBytes));
+}
+
+/**
+ * The stored history's tail that repeats the round's start (the new message, then what follows it), by content:
+ * removed from the history view, and returned (its turns are not recalled either).
+ */
+async function storedRound(view: HistoryView, round: readonly ChatMessage[]): Promise<HistoryItem[]> {
+  const n = Math.min(view.history.length, round.length);
+  if (n === 0) return [];
+  const [tail, head] = await Promise.all([Promise.all(view.history.slice(-n).map((i) => contentHash(i.message))), Promise.all(round.slice(0, n).map(contentHash))]);
+  for (let k = n; k > 0; k--) {
+    if (tail.slice(n - k).every((h, i) => h === head[i])) return view.history.splice(view.history.length - k, k);
+  }
+  return [];
 }
 
 /** How this request is assembled, as the caller asked (INVALID_ARGUMENT for a value of the wrong kind). */
@@ -179,8 +208,8 @@ async function planSummaries(d: InboundDeps, conversationId: string, compacted: 
 interface RecallContext {
   conversationId: string;
   pinned: string[];
-  /** Seqs of the stored prefix (system messages) the request sends anyway. */
-  prefixSeqs: number[];
+  /** Seqs of stored turns the request sends anyway: the stored prefix (system messages), a stored copy of this round. */
+  sentSeqs: number[];
   query: QueryAnalysis;
   meaning: QueryVector;
   now: number;
@@ -193,7 +222,7 @@ function recallFor(d: InboundDeps, c: RecallContext): (exclude: ReadonlySet<numb
   const { store, tagStore, semantic } = d;
   const { conversationId, query, meaning } = c;
   return async (exclude) => {
-    const excluded = new Set([...exclude, ...c.prefixSeqs]);
+    const excluded = new Set([...exclude, ...c.sentSeqs]);
     const pins = (await store.byIds(conversationId, c.pinned)).filter((t) => !excluded.has(t.seq)).map((t): RecallBlock => ({
       unitSeq: t.seq, hits: [t], pair: [], adjacent: [], scores: {}, tags: [], priority: 10, reason: 'pinned by the user',
     }));

@@ -194,16 +194,18 @@ function memoryAdded(ctx: AssembledContext): { text: string; added: ChatMessage[
  * message whose every part memory kept (older ones are trimmed whole, never rewritten), moved on past a message
  * the protocol refuses to start with. Without history in the request, the stored turns memory chose, written back.
  */
-function keptMessages(protocol: Protocol, raw: unknown[], read: ReadMessages, ctx: AssembledContext, withHistory: boolean): { kept: unknown[]; newAt: number } {
+function keptMessages(protocol: Protocol, raw: unknown[], read: ReadMessages, round: number, ctx: AssembledContext, withHistory: boolean): { kept: unknown[]; newAt: number } {
   const prefix = protocol.kind === 'openai' ? leadingSystem(raw) : 0;
-  const newRaw = read.origins[read.origins.length - 1]!;
+  const newRaw = read.origins[round]!;
   if (!withHistory) {
     const stored = ctx.messages.filter((_, i) => ctx.sources[i]?.kind === 'stored').map((m) => protocol.write(m));
     return { kept: [...raw.slice(0, prefix), ...stored, ...raw.slice(prefix)], newAt: prefix + stored.length + (newRaw - prefix) };
   }
   const sent = new Set(ctx.sources.flatMap((s) => (s.kind === 'history' ? [s.index] : [])));
   let from = prefix;
-  read.origins.slice(0, -1).forEach((origin, i) => { if (origin >= 0 && !sent.has(i)) from = Math.max(from, origin + 1); });
+  read.origins.slice(0, round).forEach((origin, i) => { if (origin >= 0 && !sent.has(i)) from = Math.max(from, origin + 1); });
+  // The new message's own request message goes whatever else it holds.
+  from = Math.min(from, newRaw);
   if (from > prefix) while (from < newRaw && !protocol.canStart(raw[from])) from++;
   return { kept: [...raw.slice(0, prefix), ...raw.slice(from)], newAt: prefix + (newRaw - from) };
 }
@@ -261,14 +263,17 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     // The round being answered: from the last user message to the end (a tool loop's calls and results follow it).
     const round = all.map((m) => m.role).lastIndexOf('user');
     if (round < 0) return errorResponse(400, 'INVALID_ARGUMENT', 'The request has no user message to answer.');
-    const message = all[all.length - 1]!;
+    const message = all[round]!;
+    const after = all.slice(round + 1);
     const conversationId = resolved.key;
     const memory = memoryOf(conversationId, resolved.caller);
-    const before = all.slice(0, -1);
+    const before = all.slice(0, round);
     // Only a system prompt before the new message: the conversation comes from memory.
     const withHistory = before.some((m) => m.role !== 'system');
-    const ctxs = await memory.onMessageInbound({ conversationId, message, ...(withHistory ? { history: before } : {}), rewriteHistory: false, mediaTokens: protocol.mediaTokens });
-    const { kept, newAt } = keptMessages(protocol, raw, read, ctxs, withHistory);
+    const ctxs = await memory.onMessageInbound({
+      conversationId, message, ...(after.length > 0 ? { after } : {}), ...(withHistory ? { history: before } : {}), rewriteHistory: false, mediaTokens: protocol.mediaTokens,
+    });
+    const { kept, newAt } = keptMessages(protocol, raw, read, round, ctxs, withHistory);
     const added = memoryAdded(ctxs);
     // Recalled images go just before the new message; Anthropic's tool results must follow their call, so not there.
     const reattach = added.added.length > 0 && protocol.canStart(kept[newAt]) ? added.added.map((m) => protocol.write(m)) : [];

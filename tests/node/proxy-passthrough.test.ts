@@ -59,6 +59,13 @@ function memoryPart(callerText: unknown, received: unknown): { memory: string; r
   return { memory: '', restored: received };
 }
 
+/** Whether the request has history before its last user message (a tool loop's round starts at that message). */
+function hasHistory(kind: 'openai' | 'anthropic', messages: Json[]): boolean {
+  const isUser = (m: Json) => m.role === 'user' && !(kind === 'anthropic' && Array.isArray(m.content) && (m.content as Json[]).every((b) => b.type === 'tool_result'));
+  const last = messages.map(isUser).lastIndexOf(true);
+  return messages.slice(0, last).some((m) => m.role !== 'system' && m.role !== 'developer');
+}
+
 /**
  * Checks the received request is the caller's less the documented changes; returns how many of the caller's messages
  * were trimmed, the memory joined to the system prompt, and the stored turns inserted (a request with nothing before
@@ -90,8 +97,8 @@ function diff(kind: 'openai' | 'anthropic', sent: Json, received: Json): { trimm
   // The rest of the body, key for key.
   expect({ ...rest, messages: undefined }).toStrictEqual({ ...sent, messages: undefined });
   const prefix = kind === 'openai' ? callerMessages.findIndex((m) => m.role !== 'system' && m.role !== 'developer') : 0;
-  const history = callerMessages.length - prefix > 1;
-  // With history, a suffix of the conversation; without, the stored turns memory chose, then the new message.
+  const history = hasHistory(kind, callerMessages);
+  // With history, a suffix of the conversation; without, the stored turns memory chose, then the new message's round.
   const inserted = history ? [] : messages.slice(prefix, messages.length - (callerMessages.length - prefix));
   const trimmed = callerMessages.length - (messages.length - inserted.length);
   expect(trimmed).toBeGreaterThanOrEqual(0);
@@ -185,14 +192,13 @@ describe('the proxy passes every part through: 0 altered bytes outside the docum
           try {
             // Something to recall first, so that memory really is added.
             await memory.onTurnComplete({ conversationId: proxyConversationKey('u1', 'c'), messages: [{ role: 'user', content: 'My favourite city is Oslo, I keep photos of it.' }, { role: 'assistant', content: 'Oslo it is.' }] });
-            const body = { ...request, ...(stream ? { stream: true } : {}) };
+            const body: Json = { ...request, ...(stream ? { stream: true } : {}) };
             const { received, status } = await through(memory, kind, body, 'c');
             expect(status).toBe(200);
             const { trimmed, inserted } = diff(kind, body, received);
             expect(trimmed).toBe(0);
             // Without history in the request, the stored exchange comes first, written back.
-            const history = (body.messages as Json[]).filter((m) => m.role !== 'system' && m.role !== 'developer').length > 1;
-            expect(inserted.map((m) => m.role)).toEqual(history ? [] : ['user', 'assistant']);
+            expect(inserted.map((m) => m.role)).toEqual(hasHistory(kind, body.messages as Json[]) ? [] : ['user', 'assistant']);
             // What was stored of the exchange: the request's last round and the reply, parts kept.
             const turns = await memory.turns(proxyConversationKey('u1', 'c'));
             const reply = turns.at(-1)!;
@@ -263,7 +269,7 @@ describe('what the proxy stores keeps every part', () => {
       expect(question!.content).toMatchObject([{ type: 'text', text: 'What is in these?' }, { type: 'image', mediaType: 'image/png', size: PNG.length, width: 800, height: 600, detail: 'high' }, { type: 'image', url: 'https://example.com/cat.jpg?sig=abc', detail: 'low' }]);
       // The recall line names the image without the URL's query (signed URLs carry credentials there).
       expect(question!.text).toContain('[image at example.com/cat.jpg]');
-      const id = (question!.content as Json[])[1]!.attachment as string;
+      const id = (question!.content as unknown as Json[])[1]!.attachment as string;
       expect((await memory.attachment(key, id)).data).toBe(b64(PNG));
       expect(reply!.text).toBe('Noted.');
       // The next request carries the whole history again: nothing is stored twice.
@@ -290,6 +296,35 @@ describe('what the proxy stores keeps every part', () => {
       expect(turns[1]!.text).not.toContain('weather tool');
       expect(turns[2]!.content).toMatchObject([{ type: 'text', text: '-3 °C, snow' }, { type: 'image', mediaType: 'image/png', width: 64, height: 64 }]);
       expect(turns[3]!.content).toEqual([{ type: 'reasoning', text: 'The user wants a note.', signature: 'sig-plain' }, { type: 'text', text: 'Noted.' }]);
+    } finally {
+      await memory.close();
+    }
+  });
+});
+
+describe('a tool loop through the proxy', () => {
+  it('the next step sends the round as the caller has it, counted, once: its stored first step is neither history nor recalled', async () => {
+    const memory = await createMemory();
+    try {
+      const key = proxyConversationKey('u1', 'loop');
+      await memory.onTurnComplete({ conversationId: key, messages: [{ role: 'user', content: 'I live in Oslo.' }, { role: 'assistant', content: 'Noted.' }] });
+      const question = { role: 'user', content: 'What is the weather where I live?' };
+      const call = { role: 'assistant', content: [{ type: 'thinking', thinking: 'Call the tool for Oslo.', signature: 'sig-1' }, { type: 'tool_use', id: 'toolu_9', name: 'weather', input: { city: 'Oslo' } }] };
+      up.next.push({ body: JSON.stringify({ id: 'm1', type: 'message', role: 'assistant', content: call.content }) });
+      const step1: Json = { model: 'claude-sonnet-4-5', max_tokens: 256, messages: [question] };
+      await through(memory, 'anthropic', step1, 'loop');
+      // The first step's reply (memory's reply was consumed above): stored as the round so far.
+      expect((await memory.turns(key)).map((t) => t.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+      up.next.shift();
+      const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: '-3 °C' }] };
+      const step2: Json = { model: 'claude-sonnet-4-5', max_tokens: 256, messages: [question, call, result] };
+      const { received } = await through(memory, 'anthropic', step2, 'loop');
+      const { inserted } = diff('anthropic', step2, received);
+      // Only the earlier exchange comes from memory; the question and its call are the caller's, once.
+      expect(inserted.map((m) => JSON.stringify(m.content))).toEqual([JSON.stringify([{ type: 'text', text: 'I live in Oslo.' }]), JSON.stringify([{ type: 'text', text: 'Noted.' }])]);
+      expect(JSON.stringify(received)).not.toContain('<excerpt>');
+      const turns = await memory.turns(key);
+      expect(turns.map((t) => t.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant']);
     } finally {
       await memory.close();
     }
