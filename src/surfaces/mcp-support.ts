@@ -9,7 +9,7 @@ import { renderJson } from '../text/render.js';
 import { neutralize } from '../common/as-data.js';
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-export type ToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
+export type ToolResult = { content: ({ type: 'text'; text: string } | { type: 'image' | 'audio'; data: string; mimeType: string } | { type: 'resource'; resource: { uri: string; mimeType: string; blob: string } })[]; structuredContent?: Record<string, unknown>; isError?: boolean };
 export type Log = (extra: Extra, level: LoggingLevel, data: Record<string, unknown>) => Promise<void>;
 
 /**

@@ -10,13 +10,24 @@ import type { Memory } from '../contracts/memory.js';
 import { serveMcpHttpWith, type McpHttpOptions } from './mcp-http.js';
 import { answer, conversationIds, conversationTags, enableLogging, progress, uriPart, type Extra, type Log } from './mcp-support.js';
 import { inline } from '../common/as-data.js';
+import { isAttachmentPart } from '../common/parts.js';
 import type { ChatMessage } from '../contracts/types.js';
+import type { Attachment } from '../contracts/types-data.js';
 
 export { checkHttpOptions, isLoopback, type McpHttpOptions } from './mcp-http.js';
 
+// A message's parts as MCP clients send them: text, and images, files and audio as base64 (or a URL).
+const attachmentFields = { data: z.string().optional(), url: z.string().optional(), mediaType: z.string().optional(), name: z.string().optional(), caption: z.string().optional() };
+const part = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({ type: z.literal('image'), ...attachmentFields, detail: z.enum(['auto', 'low', 'high']).optional() }),
+  z.object({ type: z.literal('file'), ...attachmentFields }),
+  z.object({ type: z.literal('audio'), ...attachmentFields }),
+]);
+
 const message = z.object({
   role: z.enum(['system', 'user', 'assistant', 'tool']),
-  content: z.string(),
+  content: z.union([z.string(), z.array(part).min(1)]),
   name: z.string().optional(),
   id: z.string().optional(),
   createdAt: z.string().optional(),
@@ -42,12 +53,36 @@ function registerTools(server: McpServer, memory: Memory, log: Log): void {
   const c = (tool: string, extra: Extra) => ({ tool, extra, log });
 
   server.registerTool('recall_context', {
-    description: `The context to send with a new message: what memory pages in for it (recent turns, recalled prior conversation, summaries), within the token budget, with the manifest of sources. ${IDS}`,
-    inputSchema: { conversationId: z.string(), message: z.string() },
-  }, ({ conversationId, message: text }, extra) => answer(c('recall_context', extra), async () => {
-    const ctx = await memory.onMessageInbound({ conversationId, message: { role: 'user', content: text } });
-    return { context: renderContext(ctx), budget: ctx.budget, manifest: ctx.manifest.map((e) => ({ kind: e.kind, sourceIds: e.sourceIds, tokens: e.tokens, reason: e.reason })) };
-  }, ['context']));
+    description: `The context to send with a new message: what memory pages in for it (recent turns, recalled prior conversation, summaries), within the token budget, with the manifest of sources. With attachments: true, the images in that context (of the history sent and of recalled turns) come back too, as image content. ${IDS}`,
+    inputSchema: { conversationId: z.string(), message: z.string(), attachments: z.boolean().optional() },
+  }, async ({ conversationId, message: text, attachments }, extra) => {
+    let images: MediaContent[] = [];
+    const result = await answer(c('recall_context', extra), async () => {
+      const ctx = await memory.onMessageInbound({ conversationId, message: { role: 'user', content: text }, ...(attachments ? { recallAttachments: true } : {}) });
+      // The images the context holds (history sent whole, or recalled turns' images sent again), each once.
+      images = attachments ? [...new Map(ctx.messages.flatMap((m) => mediaOf(m.content)).map((x) => [x.data, x])).values()] : [];
+      const listed = ctx.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).flatMap((p) => (isAttachmentPart(p) && p.attachment ? [{ id: p.attachment, type: p.type, mediaType: p.mediaType, size: p.size, ...(p.name ? { name: p.name } : {}) }] : []));
+      return {
+        context: renderContext(ctx), budget: ctx.budget, manifest: ctx.manifest.map((e) => ({ kind: e.kind, sourceIds: e.sourceIds, tokens: e.tokens, reason: e.reason })),
+        // What get_attachment reads: the attachments of the messages in the context, by id.
+        attachments: [...new Map(listed.map((a) => [a.id, a])).values()],
+      };
+    }, ['context']);
+    return { ...result, content: [...result.content, ...images] };
+  });
+
+  server.registerTool('get_attachment', {
+    description: `An attachment of a stored message (an image, a file, audio), by the id its part carries (\`attachment\`): images and audio as their content, other files as a resource. ${IDS}`,
+    inputSchema: { conversationId: z.string(), id: z.string() },
+  }, async ({ conversationId, id }, extra) => {
+    let media: MediaContent[] = [];
+    const result = await answer(c('get_attachment', extra), async () => {
+      const a = await memory.attachment(conversationId, id);
+      media = [attachmentContent(a, `pagewise://conversations/${encodeURIComponent(conversationId)}/attachments/${id}`)];
+      return { id: a.id, mediaType: a.mediaType, size: a.size };
+    });
+    return { ...result, content: [...result.content, ...media] };
+  });
 
   server.registerTool('remember', {
     description: `Store an exchange (the messages of a turn, verbatim). Sending the same messages again stores nothing twice. Reports progress when asked (progressToken). ${IDS}`,
@@ -99,6 +134,20 @@ function registerTools(server: McpServer, memory: Memory, log: Log): void {
     inputSchema: { conversationId: z.string(), messageIds: z.array(z.string()).min(1).optional(), tag: z.string().optional() },
     annotations: { destructiveHint: true },
   }, ({ conversationId, messageIds, tag }, extra) => answer(c('forget', extra), () => memory.forget({ conversationId, ...(messageIds ? { messageIds } : {}), ...(tag ? { tag } : {}) })));
+}
+
+type MediaContent = { type: 'image' | 'audio'; data: string; mimeType: string } | { type: 'resource'; resource: { uri: string; mimeType: string; blob: string } };
+
+/** An attachment as MCP content: an image or audio as itself, any other file as an embedded resource. */
+function attachmentContent(a: Attachment, uri: string): MediaContent {
+  const kind = a.mediaType.split('/')[0];
+  return kind === 'image' || kind === 'audio' ? { type: kind, data: a.data, mimeType: a.mediaType } : { type: 'resource', resource: { uri, mimeType: a.mediaType, blob: a.data } };
+}
+
+/** The images of a context's message (with their bytes: stored turns sent, recalled images sent again), as MCP image content. */
+function mediaOf(content: ChatMessage['content']): MediaContent[] {
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((p) => (p.type === 'image' && typeof p.data === 'string' && p.mediaType ? [{ type: 'image' as const, data: p.data.replace(/^data:[^,]*,/, ''), mimeType: p.mediaType }] : []));
 }
 
 /**

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createMcpServer, serveMcpHttp } from '../../src/surfaces/mcp.js';
 import type { Memory } from '../../src/contracts/memory.js';
 import { createMemory } from './helpers.js';
+import { b64, png } from '../fixtures/media.js';
 
 // With the SDK's own client, over both transports.
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-mcp-'));
@@ -20,7 +21,7 @@ const text = (r: unknown) => (r as TextResult).content[0]!.text;
 
 async function exercise(client: Client): Promise<void> {
   const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-  expect(tools).toEqual(['compact_context', 'domain_status', 'expand_topic', 'forget', 'recall_context', 'remember']);
+  expect(tools).toEqual(['compact_context', 'domain_status', 'expand_topic', 'forget', 'get_attachment', 'recall_context', 'remember']);
   const stored = await client.callTool({ name: 'remember', arguments: { conversationId: 'c1', messages: [
     { role: 'user', content: 'The staging database password rotates every Friday at noon.', id: 'm1' },
     { role: 'assistant', content: 'Noted: staging rotates on Fridays at noon.', id: 'm2' },
@@ -43,6 +44,28 @@ async function exercise(client: Client): Promise<void> {
   expect(JSON.parse(refused.content[0]!.text)).toMatchObject({ error: { code: 'CONVERSATION_NOT_FOUND' } });
   const forgot = await client.callTool({ name: 'forget', arguments: { conversationId: 'c1', messageIds: ['m1'] } });
   expect(JSON.parse(text(forgot))).toMatchObject({ messageIds: ['m1'] });
+  await images(client);
+}
+
+/** An image remembered through MCP comes back as image content: in a recalled context with attachments: true, and by its id. */
+async function images(client: Client): Promise<void> {
+  const bytes = b64(png(48, 32, 5));
+  const messages = [{ role: 'user', content: [{ type: 'text', text: 'The whiteboard sketch of the queue design.' }, { type: 'image', data: bytes, mediaType: 'image/png', name: 'sketch.png', caption: 'three workers pulling from one queue' }] }, { role: 'assistant', content: 'Got the sketch.' }];
+  await client.callTool({ name: 'remember', arguments: { conversationId: 'img', messages } });
+  for (let i = 0; i < 40; i++) {
+    await client.callTool({ name: 'remember', arguments: { conversationId: 'img', messages: [{ role: 'user', content: `Unrelated note ${i} about lunch plans and the weather.` }, { role: 'assistant', content: `Fine ${i}.` }] } });
+  }
+  const recalled = await client.callTool({ name: 'recall_context', arguments: { conversationId: 'img', message: 'How many workers pull from the queue in the whiteboard sketch?', attachments: true } }) as { content: { type: string; data?: string; mimeType?: string; text?: string }[] };
+  const answer = JSON.parse(recalled.content[0]!.text!) as { context: string; attachments: { id: string; name: string }[] };
+  expect(answer.context).toContain('[image "sketch.png" (image/png');
+  expect(recalled.content.slice(1)).toEqual([{ type: 'image', data: bytes, mimeType: 'image/png' }]);
+  expect(answer.attachments).toMatchObject([{ type: 'image', mediaType: 'image/png', name: 'sketch.png' }]);
+  const id = answer.attachments[0]!.id;
+  const got = await client.callTool({ name: 'get_attachment', arguments: { conversationId: 'img', id } }) as { content: { type: string; data?: string; mimeType?: string }[] };
+  expect(got.content[1]).toEqual({ type: 'image', data: bytes, mimeType: 'image/png' });
+  // Another conversation does not read it.
+  const missing = await client.callTool({ name: 'get_attachment', arguments: { conversationId: 'c1', id } }) as TextResult;
+  expect(missing.isError).toBe(true);
 }
 
 describe('the MCP server (npx pagewise mcp)', () => {
