@@ -151,6 +151,41 @@ describe('an image through the life of a conversation', () => {
   });
 });
 
+describe('many attachments in one sync', () => {
+  it('moves every attachment in one run, batch after batch within batchBytes; the next run moves none; an attachment the sender lacks too is not asked for forever', async () => {
+    const laptop = await createMemory();
+    const phone = await createMemory();
+    const tablet = await createMemory();
+    try {
+      const images = Array.from({ length: 12 }, (_, i) => png(180, 180, 100 + i, `photo ${i}`));
+      for (const [i, image] of images.entries()) {
+        await laptop.onTurnComplete({ conversationId: 'album', messages: [user([{ type: 'text', text: `Photo ${i} of the album.` }, { type: 'image', data: image, mediaType: 'image/png' }] as never), assistant(`Lovely photo ${i}.`)] });
+      }
+      const first = await laptop.sync(phone, { batchBytes: 200_000 });
+      expect(first).toMatchObject({ pushed: 24, attachments: 12 });
+      // Each image is ~97 kB: two to a batch of 200 kB at most, so at least six batches of bytes.
+      expect(first.batches).toBeGreaterThanOrEqual(6);
+      for (const [i, t] of (await phone.turns('album')).filter((x) => x.role === 'user').entries()) {
+        expect((await phone.attachment('album', imageOf(t)!.attachment!)).data).toBe(b64(images[i]!));
+      }
+      expect(await laptop.sync(phone)).toMatchObject({ pushed: 0, pulled: 0, attachments: 0 });
+      // The tablet syncs with the phone before the phone has the bytes of a new image: it gets the turn, and the bytes
+      // later from the laptop; meanwhile a sync with the phone ends (nothing to fetch there), and reports it missing.
+      await laptop.onTurnComplete({ conversationId: 'album', messages: [user([{ type: 'text', text: 'One more.' }, { type: 'image', data: png(90, 90, 7), mediaType: 'image/png' }] as never)] });
+      const onlyTurns = await phone.applySync(await laptop.syncChanges({ to: (await phone.syncState('')).replica, cursor: (await phone.syncState((await laptop.syncState('')).replica)).cursor }));
+      expect(onlyTurns.missing).toHaveLength(1);
+      const partial = await tablet.sync(phone);
+      expect(partial.pulled).toBe(25);
+      expect(partial.attachments).toBe(12);
+      expect((await tablet.syncState('')).missing).toHaveLength(1);
+      expect((await tablet.sync(laptop)).attachments).toBe(1);
+      expect((await tablet.syncState('')).missing).toBeUndefined();
+    } finally {
+      await Promise.all([laptop.close(), phone.close(), tablet.close()]);
+    }
+  });
+});
+
 describe('bad parts: typed errors, nothing stored', () => {
   const cases: [string, unknown, string][] = [
     ['an unknown part type', { type: 'video', data: 'AAAA' }, 'INVALID_CONTENT'],
@@ -176,6 +211,62 @@ describe('bad parts: typed errors, nothing stored', () => {
       expect((await memory.turns('c')).map((t) => t.text)).toEqual(['before']);
       // The same input as the question itself is refused the same way.
       expect((await caught(memory.onMessageInbound({ conversationId: 'c', message: user([part] as never) }))).code).toBe(code);
+    } finally {
+      await memory.close();
+    }
+  });
+});
+
+describe('images count by the provider\'s documented rule, and the budget holds', () => {
+  // Independent of the engine's code: the rules as OpenAI's and Anthropic's documentation state them.
+  const openaiImage = (w: number, h: number) => {
+    const fit = Math.min(1, 2048 / Math.max(w, h));
+    const [w1, h1] = [w * fit, h * fit];
+    const short = Math.min(1, 768 / Math.min(w1, h1));
+    return 85 + 170 * Math.ceil((w1 * short) / 512) * Math.ceil((h1 * short) / 512);
+  };
+  const anthropicImage = (w: number, h: number) => {
+    const s = Math.min(1, 1568 / Math.max(w, h));
+    const [w1, h1] = [w * s, h * s];
+    return Math.min(1600, Math.ceil((w1 * h1) / 750));
+  };
+  const sizes: [number, number][] = [[800, 600], [1600, 1200], [64, 64], [300, 2000]];
+
+  for (const rule of ['openai', 'anthropic'] as const) {
+    it(`${rule}: each image of the history and the new message costs what the rule says; total ≤ available`, async () => {
+      const memory = await createMemory({ contextWindow: 16_000 });
+      try {
+        const history: ChatMessage[] = sizes.flatMap(([w, h], i) => [
+          user([{ type: 'text', text: `Photo ${i} of the garden.` }, { type: 'image', data: png(w, h, i), mediaType: 'image/png' }] as never),
+          assistant(`A nice photo, number ${i}.`),
+        ]);
+        const message = user([{ type: 'text', text: 'And this one?' }, { type: 'image', data: b64(png(1024, 1024, 99)), mediaType: 'image/png' }] as never);
+        const ctx = await memory.onMessageInbound({ conversationId: 'g', message, history, mediaTokens: rule });
+        const plain = await memory.onMessageInbound({ conversationId: 'g', message: user('And this one?'), history: history.map((m) => ({ ...m, content: (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'text') : m.content) as never })), mediaTokens: rule });
+        const cost = rule === 'openai' ? openaiImage : anthropicImage;
+        const images = [...sizes, [1024, 1024] as [number, number]].reduce((n, [w, h]) => n + cost(w, h), 0);
+        // The same request without its images, plus the images by the documented rule: exactly.
+        expect(ctx.budget.total - plain.budget.total).toBe(images);
+        expect(ctx.budget.estimated).toBe(0);
+        expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
+        // Sent as given (the caller's base64 stays base64; bytes stay bytes).
+        expect((ctx.messages.at(-1)!.content as ContentPart[])[1]).toMatchObject({ type: 'image', data: b64(png(1024, 1024, 99)) });
+      } finally {
+        await memory.close();
+      }
+    });
+  }
+
+  it('an image by URL, a PDF and audio are counted as estimates, never as zero, and the manifest says so', async () => {
+    const memory = await createMemory();
+    try {
+      const message = user([{ type: 'text', text: 'Look at these.' }, { type: 'image', url: 'https://example.com/a.jpg' }, { type: 'file', data: b64(pdf(4)), mediaType: 'application/pdf', name: 'lease.pdf' }] as never);
+      const ctx = await memory.onMessageInbound({ conversationId: 'e', message });
+      const entry = ctx.manifest.find((e) => e.kind === 'message')!;
+      // 1,445 (an OpenAI image of unknown size, its most) + 4 pages × 3,000.
+      expect(entry.estimatedTokens).toBe(1445 + 12_000);
+      expect(ctx.budget.estimated).toBe(1445 + 12_000);
+      expect(entry.tokens).toBeGreaterThan(1445 + 12_000);
     } finally {
       await memory.close();
     }
