@@ -46,6 +46,8 @@ const METHODS: Record<string, fc.Arbitrary<unknown[]>> = {
   onTurnComplete: fc.tuple(often(fc.record({ conversationId: writeTo, messages: often(fc.array(fc.oneof({ weight: 8, arbitrary: validMessage }, { weight: 1, arbitrary: hostileMessage }), { minLength: 1, maxLength: 4 }), 8) }), 8)),
   conversations: fc.tuple(),
   turns: fc.tuple(hostileConversationId, range(20)),
+  // The 1×1 PNG's id (stored when a fuzzed message carried it), an id nothing names, and hostile values.
+  attachment: fc.tuple(hostileConversationId, often(fc.constantFrom('c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77', '0'.repeat(64)))),
   tags: fc.tuple(hostileConversationId),
   topics: fc.tuple(hostileConversationId, often(fc.record({ limit: often(fc.integer({ min: -1, max: 300 })) }, { requiredKeys: [] }))),
   compact: fc.tuple(hostileConversationId),
