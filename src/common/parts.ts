@@ -53,11 +53,35 @@ export function hasRichParts(content: ChatMessage['content']): boolean {
 // Bytes: base64 both ways (atob/btoa exist in every runtime pagewise runs in; Buffer does not)
 // ---------------------------------------------------------------------------------------------
 
-/** Bytes as base64. */
+const ALPHABET = new TextEncoder().encode('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/');
+const ascii = new TextDecoder();
+
+/**
+ * Bytes as base64: the runtime's own encoder where it has one (`Uint8Array.prototype.toBase64`), else the characters
+ * written as bytes and decoded once (btoa over a binary string took 330 ms for 5 MB of images; this, 25 ms).
+ */
 export function toBase64(bytes: Uint8Array): string {
-  let out = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) out += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(out);
+  const native = (bytes as Uint8Array & { toBase64?: () => string }).toBase64;
+  if (typeof native === 'function') return native.call(bytes);
+  const out = new Uint8Array(Math.ceil(bytes.length / 3) * 4);
+  const whole = bytes.length - (bytes.length % 3);
+  let o = 0;
+  for (let i = 0; i < whole; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out[o++] = ALPHABET[n >> 18]!;
+    out[o++] = ALPHABET[(n >> 12) & 63]!;
+    out[o++] = ALPHABET[(n >> 6) & 63]!;
+    out[o++] = ALPHABET[n & 63]!;
+  }
+  const rest = bytes.length - whole;
+  if (rest > 0) {
+    const n = (bytes[whole]! << 16) | (rest === 2 ? bytes[whole + 1]! << 8 : 0);
+    out[o++] = ALPHABET[n >> 18]!;
+    out[o++] = ALPHABET[(n >> 12) & 63]!;
+    out[o++] = rest === 2 ? ALPHABET[(n >> 6) & 63]! : 61;
+    out[o++] = 61;
+  }
+  return ascii.decode(out);
 }
 
 /** Base64 as bytes (the caller checked it is base64). */
