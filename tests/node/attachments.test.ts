@@ -151,6 +151,33 @@ describe('an image through the life of a conversation', () => {
   });
 });
 
+describe('the README\'s example', () => {
+  it('stores the plan and the reasoning as the README shows them', async () => {
+    const memory = await createMemory();
+    try {
+      const planBytes = png(640, 480, 3);
+      await memory.onTurnComplete({ conversationId: 'c1', messages: [
+        { role: 'user', content: [
+          { type: 'text', text: 'Here is the floor plan of the flat.' },
+          { type: 'image', data: planBytes, mediaType: 'image/png', name: 'plan.png', caption: 'two bedrooms, a balcony over the river' },
+        ] },
+        { role: 'assistant', content: [
+          { type: 'reasoning', text: 'The balcony faces east…', signature: 'EqQB…' },
+          { type: 'text', text: 'The balcony room gets the morning light.' },
+        ] },
+      ] });
+      const [plan] = await memory.turns('c1');
+      const part = (plan!.content as ContentPart[])[1] as ContentPart & { attachment: string };
+      expect(Object.keys(part)).toEqual(['type', 'attachment', 'name', 'caption', 'mediaType', 'size', 'width', 'height']);
+      const { data } = await memory.attachment('c1', part.attachment);
+      expect(data).toBe(b64(planBytes));
+      expect(plan!.text).toBe(`Here is the floor plan of the flat.\n[image "plan.png" (image/png, ${Math.round(planBytes.length / 1024)} KB): two bedrooms, a balcony over the river]`);
+    } finally {
+      await memory.close();
+    }
+  });
+});
+
 describe('many attachments in one sync', () => {
   it('moves every attachment in one run, batch after batch within batchBytes; the next run moves none; an attachment the sender lacks too is not asked for forever', async () => {
     const laptop = await createMemory();
