@@ -145,7 +145,7 @@ function attachmentContent(a: Attachment, uri: string): MediaContent {
 }
 
 /** The images of a context's message (with their bytes: stored turns sent, recalled images sent again), as MCP image content. */
-function mediaOf(content: ChatMessage['content']): MediaContent[] {
+function mediaOf(content: ChatMessage['content']): { type: 'image'; data: string; mimeType: string }[] {
   if (!Array.isArray(content)) return [];
   return content.flatMap((p) => (p.type === 'image' && typeof p.data === 'string' && p.mediaType ? [{ type: 'image' as const, data: p.data.replace(/^data:[^,]*,/, ''), mimeType: p.mediaType }] : []));
 }
