@@ -303,8 +303,26 @@ function urlPlace(url: string): string {
 export function attachmentRef(part: AttachmentPart): string {
   const facts = [part.mediaType, part.size === undefined ? undefined : formatBytes(part.size)].filter((f): f is string => f !== undefined);
   const name = part.name ? ` ${JSON.stringify(inline(part.name))}` : part.url ? ` at ${urlPlace(part.url)}` : '';
-  const caption = part.caption?.trim() ? `: ${part.caption.trim()}` : '';
+  const caption = part.caption?.trim() ? `: ${inline(part.caption.trim())}` : '';
   return `[${part.type}${name}${facts.length > 0 ? ` (${facts.join(', ')})` : ''}${caption}]`;
+}
+
+// A reference line as attachmentRef writes it: kind, then the quoted name or the URL's place, then the facts, then the
+// caption (on one line).
+const REF_LINE = /^\[(?:image|file|audio)(?: ("(?:[^"\\]|\\.)*")| at \S+?)?(?: \([^)]*\))?(?:: (.*))?\]$/gmu;
+
+/**
+ * Text as taggers read it: an attachment's reference line stands for its name and caption — what was said of it —
+ * not its kind, type and size (which would make `image`, `png` and `kb` topics of every conversation with images).
+ */
+export function taggableText(text: string): string {
+  if (!text.includes('[')) return text;
+  return text.replace(REF_LINE, (_, name: string | undefined, caption: string | undefined) => {
+    let said = '';
+    // A file name without its extension (`plan.png` says `plan`).
+    try { said = name ? String(JSON.parse(name)).replace(/\.[a-z0-9]{1,5}$/i, '') : ''; } catch { said = ''; }
+    return [said, caption ?? ''].filter(Boolean).join(' ');
+  });
 }
 
 /** A content's searchable text: text parts, and each attachment as its reference line. Reasoning is left out. */

@@ -37,7 +37,10 @@ export type AttachmentData = string | Uint8Array | ArrayBuffer;
  * exported, synced, removed by forget), and come back as `attachment` and `size`: `memory.attachment()` reads them.
  */
 export interface AttachmentFields {
-  /** The bytes: base64, a `data:` URL, a Uint8Array or an ArrayBuffer. In messages pagewise gives for sending: base64. */
+  /**
+   * The bytes: base64, a `data:` URL, a Uint8Array or an ArrayBuffer. Stored turns sent again (`ctx.messages`) carry
+   * them as base64; the caller's own messages keep what the caller gave.
+   */
   data?: AttachmentData;
   /** A URL the provider fetches (`https:`, `http:`): kept as it is, no bytes stored. */
   url?: string;

@@ -6,6 +6,7 @@ import { checkId, checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { describe, readArray } from '../common/messages.js';
 import { candidates } from '../tags/key-phrases.js';
+import { taggableText } from '../common/parts.js';
 import type { UnitTags } from '../tags/tag-store.js';
 import { chunks, type TurnRecord } from '../store/turn-store.js';
 import type { Statement } from '../contracts/types.js';
@@ -132,7 +133,7 @@ async function retagPlan(d: RetagDeps, conversationId: string, rows: ReadonlyArr
       else if (t.role !== 'system') {
         // Counted when its unit was indexed (every indexed turn but a system one is in a unit).
         goneTurns++;
-        for (const term of candidates(t.text).keys()) gone.set(term, (gone.get(term) ?? 0) + 1);
+        for (const term of candidates(taggableText(t.text)).keys()) gone.set(term, (gone.get(term) ?? 0) + 1);
       }
     }
   }

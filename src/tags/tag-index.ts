@@ -2,6 +2,7 @@ import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 import { slug } from './canonicalize.js';
 import { candidates } from './key-phrases.js';
+import { taggableText } from '../common/parts.js';
 import type { Canonicalizer } from './tag-canonicalizer.js';
 import type { TagStore, UnitTags } from './tag-store.js';
 
@@ -17,7 +18,7 @@ export interface TagIndexOptions {
 
 /** The text a tagger sees for turns: each prefixed with its speaker. */
 function unitText(turns: readonly TurnRecord[]): string {
-  return turns.map((t) => `${t.name ?? t.role}: ${t.text}`).join('\n');
+  return turns.map((t) => `${t.name ?? t.role}: ${taggableText(t.text)}`).join('\n');
 }
 
 /** Splits turns into units: a user turn starts one, replies and tool turns join it; system turns are not tagged. */
@@ -116,7 +117,7 @@ export function createTagIndex(o: TagIndexOptions) {
           } },
         }, secret);
         failures.push(...f);
-        for (const t of fresh) for (const term of candidates(t.text).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
+        for (const t of fresh) for (const term of candidates(taggableText(t.text)).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
         turnTotal += fresh.length;
         const tags = await o.canonicalizer.canonical(conversationId, result.tags, nowIso);
         saved.push({

@@ -1,6 +1,7 @@
 import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
 import type { TurnStore } from '../store/turn-store.js';
 import { candidates } from './key-phrases.js';
+import { taggableText } from '../common/parts.js';
 import type { TagStat, TagStore } from './tag-store.js';
 import { type Things, things } from './things.js';
 
@@ -40,7 +41,7 @@ export function createThingJudge(stores: { turns: TurnStore; tags: TagStore }): 
       const end = Math.min(units.get(seq)?.endSeq ?? seq, seq + UNIT_TURNS - 1);
       return Array.from({ length: end - seq + 1 }, (_, i) => seq + i);
     }))];
-    const text = new Map((await stores.turns.bySeqs(conversationId, wanted)).map((t) => [t.seq, t.text]));
+    const text = new Map((await stores.turns.bySeqs(conversationId, wanted)).map((t) => [t.seq, taggableText(t.text)]));
     return new Map(seqs.map((seq) => {
       const end = Math.min(units.get(seq)?.endSeq ?? seq, seq + UNIT_TURNS - 1);
       const sentences: Sentence[] = [];

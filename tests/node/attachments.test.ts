@@ -178,6 +178,46 @@ describe('the README\'s example', () => {
   });
 });
 
+describe('tags come from what was said of an attachment', () => {
+  it('its name and caption, not its kind, type, size or extension', async () => {
+    const memory = await createMemory();
+    try {
+      for (let i = 0; i < 12; i++) {
+        await memory.onTurnComplete({ conversationId: 't', messages: [user([{ type: 'text', text: `Photo ${i} of the garden roses.` }, { type: 'image', data: png(40, 40, i), mediaType: 'image/png', name: `orchard-${i}.png`, caption: 'the old apple tree in bloom' }] as never), assistant(`The roses look healthy in photo ${i}.`)] });
+      }
+      const tags = (await memory.tags('t')).map((t) => t.tag);
+      expect(tags).toContain('apple-tree');
+      expect(tags).toContain('orchard-3');
+      for (const noise of ['image', 'png', 'image-png', 'kb']) expect(tags).not.toContain(noise);
+      expect((await memory.topics('t')).map((t) => t.tag)).not.toContain('image');
+    } finally {
+      await memory.close();
+    }
+  });
+});
+
+describe('import', () => {
+  it('a hand-written file whose turn carries its image\'s bytes: stored as an attachment; an id the file does not carry is refused nowhere but kept missing', async () => {
+    const memory = await createMemory({ storage: (await import('../../src/storage/sqlite-wasm.js')).sqliteWasm({ limits: { maxRowBytes: 100_000 } }) });
+    try {
+      // 200 kB of image in a turn of a storage whose rows hold 100 kB: the bytes go apart, the row holds the id.
+      const image = png(260, 260, 4);
+      expect(image.length).toBeGreaterThan(200_000);
+      const data = { format: 'pagewise', version: 1, exportedAt: '2026-01-01T00:00:00Z', aliases: [], conversations: [{ id: 'h', turns: [
+        { id: 'u1', role: 'user', createdAt: '2026-01-01T00:00:00Z', content: [{ type: 'text', text: 'A scan.' }, { type: 'image', data: b64(image), mediaType: 'image/png' }] },
+        { id: 'u2', role: 'user', createdAt: '2026-01-01T00:01:00Z', content: [{ type: 'text', text: 'Another, from elsewhere.' }, { type: 'image', attachment: 'b'.repeat(64), mediaType: 'image/png', size: 10 }] },
+      ] }] };
+      expect(await memory.import(data as never)).toMatchObject({ turns: 2 });
+      const [scan, other] = await memory.turns('h');
+      expect((await memory.attachment('h', imageOf(scan)!.attachment!)).data).toBe(b64(image));
+      expect(imageOf(other)!.attachment).toBe('b'.repeat(64));
+      expect((await memory.syncState('')).missing).toEqual([{ id: 'b'.repeat(64), from: 0 }]);
+    } finally {
+      await memory.close();
+    }
+  });
+});
+
 describe('many attachments in one sync', () => {
   it('moves every attachment in one run, batch after batch within batchBytes; the next run moves none; an attachment the sender lacks too is not asked for forever', async () => {
     const laptop = await createMemory();
