@@ -318,10 +318,11 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
           const first = c.stored + entry.written;
           const turns: NewTurn[] = await Promise.all(c.messages.slice(first, first + size).map(async (raw, k) => {
             // Attachments by id; the bytes the export carries go with the first turn that names them.
-            const { message, refs } = await toStored(raw, d.attachments, `${c.path}.turns[${first + k}]`, false);
+            const { message, refs, attachments: carried } = await toStored(raw, d.attachments, `${c.path}.turns[${first + k}]`, false);
             const text = messageText(message);
             const createdMs = Date.parse(message.createdAt!);
-            const attachments = refs.flatMap((id) => (blobs.has(id) ? [blobs.get(id)!] : []));
+            // The bytes a turn carries itself (a hand-written file), or the export's, by id.
+            const attachments = [...carried, ...refs.flatMap((id) => (blobs.has(id) ? [blobs.get(id)!] : []))];
             return { message, refs, attachments, id: message.id!, text, contentHash: c.hashes[first + k]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(sentMessageText(message)) };
           }));
           const statements: Statement[] = store.appendStatements(c.id, c.from + entry.written, turns, countKey, now);

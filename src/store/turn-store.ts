@@ -99,7 +99,8 @@ const FIXED_TEXT = 24 + 24 + 64;
  */
 export function turnRowBytes(conversationId: string, id: string, message: ChatMessage, text: string): number {
   return ROW_OVERHEAD + FIXED_TEXT + utf8Bytes(conversationId) + utf8Bytes(id) + message.role.length + utf8Bytes(message.name ?? '')
-    + utf8Bytes(JSON.stringify(message.content ?? null)) + (message.toolCalls ? utf8Bytes(JSON.stringify(message.toolCalls)) : 0)
+    // An attachment's bytes are stored apart, in pieces: the row holds its id.
+    + utf8Bytes(JSON.stringify(message.content ?? null, (key, value: unknown) => (key === 'data' ? undefined : value))) + (message.toolCalls ? utf8Bytes(JSON.stringify(message.toolCalls)) : 0)
     + utf8Bytes(message.toolCallId ?? '') + utf8Bytes(text);
 }
 
