@@ -1,7 +1,8 @@
 // The inspector of one request: why the demo's settings show recall, the budget bar and its legend, the question's
 // flags, the manifest (sources as the chat's turn numbers, each jumping to its turn; scores as lines), what was
-// dropped, and the exact messages sent.
-import type { AssembledContext } from '../src/contracts/types.js';
+// dropped, and the exact messages sent (attachments as a line and a thumbnail, never their bytes).
+import type { AssembledContext, MediaRule } from '../src/contracts/types.js';
+import { sentContent } from './attachments.js';
 import { $, el } from './dom.js';
 
 /** What the inspector needs besides the context: the turn number of a stored id, and the settings that shape it. */
@@ -10,6 +11,8 @@ export interface InspectorView {
   seqOf(id: string): number | undefined;
   targetTokens: number;
   protectedRecentTurns: number;
+  /** Whose rule counted the images (the provider's): each attachment's tokens are shown by it. */
+  mediaRule: MediaRule;
 }
 
 export function clearInspector(): void {
@@ -88,7 +91,9 @@ const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint']
     return s;
   }));
   $('legend').replaceChildren(...PARTS.map(([k, label]) => el('li', {}, el('i', { className: `b-${k}` }), `${label} ${size[k]}`)),
-    el('li', { className: 'total', textContent: `total ${b.total} of ${b.available} (${b.encoding}${b.exact ? '' : ', estimate'})` }));
+    el('li', { className: 'total', textContent: `total ${b.total} of ${b.available} (${b.encoding}${b.exact ? '' : ', estimate'})` }),
+    // Files, audio and images of unknown size have no rule that counts them exactly: say how much is a guess.
+    ...(b.estimated > 0 ? [el('li', { className: 'estimated', textContent: `of which ${b.estimated} estimated (attachments no documented rule counts exactly)` })] : []));
   $('flags').textContent = [ctx.broad ? 'broad question' : '', ctx.temporal ? 'temporal question' : '', ctx.matchedTags.length ? `tags: ${ctx.matchedTags.slice(0, 6).join(', ')}` : ''].filter(Boolean).join(' · ');
   $('manifest').querySelector('tbody')!.replaceChildren(...ctx.manifest.map((e) => {
     // Turn numbers as the chat shows them (#13); a summary names the turns it covers.
@@ -110,10 +115,10 @@ const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint']
     const where = d.kind === 'summary' || links.length === 0 ? [] : [' (', ...links.flatMap((x, i) => (i ? [' ', x] : [x])), ')'];
     return el('li', {}, `${d.kind}: ${what}`, ...where, `, ${plural(d.tokens, 'token')} — ${REASONS[d.reason] ?? d.reason}`);
   }));
-  $('sent').textContent = [
-    ...(ctx.prependText ? [`[system, prependText]\n${ctx.prependText}`] : []),
-    ...ctx.messages.map((m) => `[${m.role}${m.name ? ` ${m.name}` : ''}]\n${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`),
-  ].join('\n\n');
+  $('sent').replaceChildren(
+    ...(ctx.prependText ? [el('div', { className: 'sent-message', textContent: `[system, prependText]\n${ctx.prependText}` })] : []),
+    ...ctx.messages.map((m) => el('div', { className: 'sent-message' }, `[${m.role}${m.name ? ` ${m.name}` : ''}]\n`, ...sentContent(m.content, view.mediaRule))),
+  );
 }
 
 const REASONS: Record<string, string> = {

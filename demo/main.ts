@@ -1,7 +1,7 @@
 import { get, set } from 'idb-keyval';
 import { connect, type ConnectedMemory, type StorageStatus } from '../src/client.js';
 import { parseConversationFile, type ImportedConversation } from '../src/surfaces/formats.js';
-import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, ModelProgress, StoredTurn } from '../src/contracts/types.js';
+import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, MediaRule, ModelProgress, StoredTurn } from '../src/contracts/types.js';
 import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
 import { $, el } from './dom.js';
@@ -9,6 +9,7 @@ import { clearInspector, jump, renderContext } from './inspector.js';
 import { EXAMPLE, EXAMPLE_QUESTION } from './example.js';
 import { ENGINE_KEYS, type Settings, readForm, readable, settingsForm, validate, writeForm } from './settings.js';
 import { setupSync } from './sync.js';
+import { type PendingImage, contentOf, forgetThumbnails, pendingImages, refusal, remove, setupComposer, turnImages, withoutBytes } from './attachments.js';
 
 const statusEl = $('status');
 let memory: ConnectedMemory | undefined;
@@ -32,7 +33,7 @@ async function loadInspections(): Promise<void> {
   inspections = new Map((await get<[string, AssembledContext][]>(inspectKey())) ?? []);
 }
 async function keepInspection(id: string, ctx: AssembledContext): Promise<void> {
-  inspections.set(id, ctx);
+  inspections.set(id, await withoutBytes(ctx));
   while (inspections.size > INSPECTED) inspections.delete(inspections.keys().next().value as string);
   await set(inspectKey(), [...inspections]);
 }
@@ -82,9 +83,12 @@ function showStorage(storage: StorageStatus): void {
   }
 }
 
+// Images are counted by the rule of the provider they go to (offline: OpenAI's, the engine's default).
+const mediaRule = (): MediaRule => (settings.provider === 'anthropic' ? 'anthropic' : 'openai');
+
 /** The inspector for `ctx`, its sources named by the chat's turn numbers. */
 function inspect(ctx: AssembledContext): void {
-  renderContext(ctx, { seqOf: (id) => seqs.get(id), targetTokens: settings.targetTokens, protectedRecentTurns: settings.protectedRecentTurns });
+  renderContext(ctx, { seqOf: (id) => seqs.get(id), targetTokens: settings.targetTokens, protectedRecentTurns: settings.protectedRecentTurns, mediaRule: mediaRule() });
 }
 
 const modelEl = $('model');
@@ -168,6 +172,7 @@ async function switchTo(id: string): Promise<void> {
   conversationId = id;
   last = undefined;
   evidence = new Set();
+  forgetThumbnails();
   await set('pagewise-demo-conversation', id);
   await loadInspections();
   clearInspector();
@@ -193,7 +198,7 @@ async function renderTurns(): Promise<void> {
     });
     const seen = inspections.get(t.id);
     const inspectButton = seen ? el('button', { type: 'button', className: 'mini inspect', textContent: 'inspect', title: 'Show what was sent with this message', onclick: () => { last = seen; inspect(seen); void renderTurns(); } }) : '';
-    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspectButton), t.text);
+    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspectButton), t.text, turnImages(t.content));
     if (pinned.has(t.id)) li.classList.add('pinned');
     return li;
   }));
@@ -214,11 +219,11 @@ function liveBubble(label: string, text = ''): HTMLElement {
   return body;
 }
 
-async function send(text: string): Promise<void> {
+async function send(text: string, images: PendingImage[] = []): Promise<void> {
   await starting;
   if (!memory) throw new Error('the memory is not ready');
-  const message: ChatMessage = { id: crypto.randomUUID(), role: 'user', content: text };
-  const ctx = await memory.onMessageInbound({ conversationId, message });
+  const message: ChatMessage = { id: crypto.randomUUID(), role: 'user', content: await contentOf(text, images) };
+  const ctx = await memory.onMessageInbound({ conversationId, message, mediaTokens: mediaRule() });
   last = ctx;
   inspect(ctx);
   await keepInspection(message.id!, ctx);
@@ -241,12 +246,13 @@ const input = $<HTMLTextAreaElement>('input');
 $<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   e.preventDefault();
   const text = input.value.trim();
+  const images = pendingImages();
   const error = $('send-error');
-  if (!text) { error.textContent = 'Type a message first.'; return; }
+  if (!text && images.length === 0) { error.textContent = 'Type a message or attach an image first.'; return; }
   error.textContent = '';
   $<HTMLButtonElement>('send').disabled = true;
-  // The text stays in the box until it is stored: a refused or failed message is never lost.
-  send(text).then(() => { if (input.value.trim() === text) input.value = ''; }, (err: unknown) => showError(err, error))
+  // The text and the images stay in the composer until they are stored: a refused or failed message is never lost.
+  send(text, images).then(() => { if (input.value.trim() === text) input.value = ''; remove(images); }, (err: unknown) => showError(refusal(err, text, images), error))
     .finally(() => { $<HTMLButtonElement>('send').disabled = false; });
 });
 
@@ -352,7 +358,7 @@ function renderQuestions(): void {
       void (async () => {
         if (!memory) return;
         evidence = new Set(q.evidence);
-        const ctx = await memory.onMessageInbound({ conversationId, message: { role: 'user', content: q.question }, ...(q.now ? { now: q.now } : {}) });
+        const ctx = await memory.onMessageInbound({ conversationId, message: { role: 'user', content: q.question }, mediaTokens: mediaRule(), ...(q.now ? { now: q.now } : {}) });
         last = ctx;
         inspect(ctx);
         await renderTurns();
@@ -387,4 +393,5 @@ conversationId = (await get<string>('pagewise-demo-conversation')) ?? 'demo';
 await loadInspections();
 showMode();
 restart();
+setupComposer(async (id) => { await starting; return memory!.attachment(conversationId, id); }, (message) => showError({ message }, $('send-error')));
 setupSync({ memory: async () => { await starting; return memory; }, settings: () => settings, conversationId: () => conversationId, switchTo, refresh });
