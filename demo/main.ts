@@ -198,7 +198,8 @@ async function renderTurns(): Promise<void> {
     });
     const seen = inspections.get(t.id);
     const inspectButton = seen ? el('button', { type: 'button', className: 'mini inspect', textContent: 'inspect', title: 'Show what was sent with this message', onclick: () => { last = seen; inspect(seen); void renderTurns(); } }) : '';
-    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspectButton), t.text, turnImages(t.content));
+    // The turn's text stays its last node (what a reader of the chat, and the browser tests, take as its text).
+    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspectButton), turnImages(t.content), t.text);
     if (pinned.has(t.id)) li.classList.add('pinned');
     return li;
   }));
