@@ -235,7 +235,7 @@ export async function storedContent(content: ChatMessage['content']): Promise<{ 
   const parts = await Promise.all((content as ContentPart[]).map(async (p) => {
     if (!isAttachmentPart(p)) return canonicalPart(p, null) as unknown as ContentPart;
     const bytes = bytesOf(p);
-    const id = bytes ? await attachmentId(bytes) : p.attachment ?? null;
+    const id = await partId(p);
     const part = withFacts(p);
     if (bytes && id) attachments.push({ id, bytes, part });
     const facts = { ...(id !== null && part.mediaType !== undefined ? { mediaType: part.mediaType } : {}), ...(part.size !== undefined ? { size: part.size } : {}), ...(part.type === 'image' && part.width !== undefined ? { width: part.width, height: part.height } : {}),
@@ -253,12 +253,31 @@ function attachmentId(bytes: Uint8Array): Promise<string> {
   return id;
 }
 
+/** A content as it is hashed: text alone as it always was; other parts as stored, reasoning left out. */
+async function hashedContent(content: ChatMessage['content']): Promise<unknown> {
+  if (!hasRichParts(content)) return content;
+  // Reasoning is not what a message says: many clients do not send it back (OpenAI-compatible reasoning_content), and
+  // the same message with or without it is one message. What is left, text alone, hashes as the one string it is sent as.
+  const said = (content as ContentPart[]).filter((p) => p.type !== 'reasoning');
+  // (Nothing left hashes as '': what the proxy and the AI SDK middleware read a reply of reasoning and tool calls as.)
+  if (said.every((p) => p.type === 'text')) return said.map((p) => (p as { text: string }).text).join('\n');
+  return Promise.all(said.map(async (p) => canonicalPart(p, isAttachmentPart(p) ? await partId(p) : null)));
+}
+
+/** An attachment part's id: its bytes' SHA-256 (which an id given beside them must be), or the id it names. */
+export async function partId(p: AttachmentPart): Promise<string | null> {
+  const bytes = bytesOf(p);
+  if (!bytes) return p.attachment ?? null;
+  const id = await attachmentId(bytes);
+  if (p.attachment !== undefined && p.attachment !== id) {
+    throw new PagewiseError('INVALID_CONTENT', MODULE, `an ${p.type} part's attachment id ${describe(p.attachment)} is not the SHA-256 of its bytes (${id}): send the bytes alone, or the id alone.`);
+  }
+  return id;
+}
+
 /** SHA-256 of what makes a message itself (not its id or time): the reconciliation key when there is no id. */
 export async function contentHash(m: ChatMessage): Promise<string> {
-  // Text alone hashes as it always did; other parts as stored (attachments by id, not by their bytes or the facts read from them).
-  const content = hasRichParts(m.content)
-    ? await Promise.all((m.content as ContentPart[]).map(async (p) => canonicalPart(p, isAttachmentPart(p) ? (bytesOf(p) ? await attachmentId(bytesOf(p)!) : p.attachment ?? null) : null)))
-    : m.content;
+  const content = await hashedContent(m.content);
   const canonical = JSON.stringify([m.role, m.name ?? null, content, m.toolCalls ?? null, m.toolCallId ?? null]);
   const digest = await crypto.subtle.digest('SHA-256', encoder.encode(canonical));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');

@@ -216,7 +216,8 @@ function mediaTypeOf(kind: AttachmentPart['type'], given: string | null, bytes: 
 
 function attachmentPart(kind: AttachmentPart['type'], p: Record<string, unknown>, path: string, maxBytes: number): AttachmentPart {
   const given = p.mediaType === undefined ? null : readMediaType(p.mediaType, `${path}.mediaType`);
-  const sources = ['data', 'url', 'attachment'].filter((k) => p[k] !== undefined);
+  // Bytes may come with their id (a message pagewise gave for sending, passed back): the id is checked against them.
+  const sources = ['data', 'url', 'attachment'].filter((k) => p[k] !== undefined && !(k === 'attachment' && p.data !== undefined));
   if (sources.length !== 1) {
     fail('INVALID_CONTENT', path, sources.length === 0
       ? `an ${kind} part needs its bytes (data: base64, a data: URL or a Uint8Array), a url, or a stored attachment's id (attachment).`
@@ -229,18 +230,23 @@ function attachmentPart(kind: AttachmentPart['type'], p: Record<string, unknown>
     out.data = typeof p.data === 'string' ? p.data : bytes;
     out.mediaType = mediaTypeOf(kind, given ?? mediaType, bytes, path);
     out.size = bytes.length;
+    if (p.attachment !== undefined) out.attachment = hashId(p.attachment, `${path}.attachment`);
     decoded.set(out, bytes);
   } else if (p.url !== undefined) {
     out.url = readUrl(p.url, `${path}.url`);
     if (given) out.mediaType = given;
   } else {
-    if (typeof p.attachment !== 'string' || !HASH.test(p.attachment)) fail('INVALID_CONTENT', `${path}.attachment`, `must be a stored attachment's id (64 hex digits, as memory.turns() gives it; got ${describeValue(p.attachment)}).`);
-    out.attachment = p.attachment;
+    out.attachment = hashId(p.attachment, `${path}.attachment`);
     if (given) out.mediaType = given;
     if (p.size !== undefined) out.size = count(p.size, `${path}.size`);
   }
   attachmentFacts(p, out, path);
   return out;
+}
+
+function hashId(value: unknown, path: string): string {
+  if (typeof value !== 'string' || !HASH.test(value)) fail('INVALID_CONTENT', path, `must be a stored attachment's id (64 hex digits, as memory.turns() gives it; got ${describeValue(value)}).`);
+  return value;
 }
 
 function reasoningPart(p: Record<string, unknown>, path: string): ReasoningContentPart {

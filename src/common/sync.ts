@@ -78,7 +78,8 @@ async function fetchAttachments(p: Direction, cursor: SyncCursor, missing: reado
     const ask = want.slice(0, 16);
     const batch = await p.from.syncChanges({ to: p.toId, cursor, ...(o.conversations ? { conversations: o.conversations } : {}), maxTurns: 1, maxBytes: o.maxBytes, attachments: ask });
     checkBatch(batch, p);
-    const sent = new Set((batch.attachments ?? []).map((x) => x.id));
+    const asked = new Set(ask.map((m) => m.id));
+    const sent = new Set((batch.attachments ?? []).map((x) => x.id).filter((id) => asked.has(id)));
     // Nothing sent of what was asked: `from` has none of it. (A batch that sent some may simply have been full.)
     if (sent.size === 0) {
       for (const m of ask) given.add(m.id);
@@ -92,6 +93,7 @@ async function fetchAttachments(p: Direction, cursor: SyncCursor, missing: reado
     // An attachment whose bytes did not move on (refused, or sent from elsewhere than asked) is not asked for again.
     const after = new Map((applied.missing ?? []).map((m) => [m.id, m.from]));
     for (const m of ask) if (sent.has(m.id) && after.has(m.id) && after.get(m.id)! <= m.from) given.add(m.id);
+    for (const id of applied.refused ?? []) given.add(id);
     want = (applied.missing ?? []).filter((m) => !given.has(m.id));
   }
 }

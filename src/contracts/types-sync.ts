@@ -164,6 +164,11 @@ export interface SyncApplied {
   aliases: number;
   /** Attachments whose bytes are now here whole. */
   attachments?: number;
+  /**
+   * Attachments this replica would not take: over its `maxAttachmentBytes`, or bytes that did not match their id
+   * (none of them kept). The sync does not ask for them again in the same run.
+   */
+  refused?: string[];
   /** Attachments the turns here refer to whose bytes are still lacking (the first 64). */
   missing?: SyncMissing[];
 }

@@ -1,9 +1,10 @@
 // Attachments in the engine: the bytes a new turn brings are stored with it (once per content hash), a stored turn
 // sent to a model again gets its bytes back, and memory.attachment() reads them.
 import { PagewiseError } from '../contracts/errors.js';
-import { describe, readArray, readRecord, storedContent, validateConversationId } from '../common/messages.js';
+import { describe, partId, readArray, readRecord, storedContent, validateConversationId } from '../common/messages.js';
 import { attachmentRef, bytesOf, isAttachmentPart, partsOf, sha256Hex, toBase64, validatePart } from '../common/parts.js';
-import type { AttachmentStore, NewAttachment } from '../store/attachment-store.js';
+import type { AttachmentInfo, AttachmentStore, NewAttachment } from '../store/attachment-store.js';
+import type { HistoryItem } from '../assembly/assembler.js';
 import type { Attachment } from '../contracts/types-data.js';
 import type { AttachmentPart, ChatMessage, ContentPart } from '../contracts/types.js';
 
@@ -17,25 +18,52 @@ export interface StoredMessage {
   refs: string[];
 }
 
+/** A part naming a stored attachment, with the store's facts in place of what the part says of its bytes. */
+function withStoreFacts(p: AttachmentPart, info: AttachmentInfo): AttachmentPart {
+  const { width: _w, height: _h, pages: _p, durationMs: _d, ...rest } = p as AttachmentPart & { width?: number; height?: number; pages?: number; durationMs?: number };
+  const f = info.facts;
+  const facts = p.type === 'image' ? (f.width && f.height ? { width: f.width, height: f.height } : {}) : p.type === 'file' ? (f.pages ? { pages: f.pages } : {}) : (f.durationMs ? { durationMs: f.durationMs } : {});
+  return { ...rest, mediaType: info.mediaType, size: info.size, ...facts } as AttachmentPart;
+}
+
+/** The ids of the attachments whose bytes come with these messages. */
+export async function broughtIds(messages: readonly ChatMessage[]): Promise<Set<string>> {
+  const parts = messages.flatMap((m) => partsOf(m.content)).filter((p): p is AttachmentPart => isAttachmentPart(p) && bytesOf(p) !== null);
+  return new Set(await Promise.all(parts.map(async (p) => (await partId(p))!)));
+}
+
+/** Parts that name an attachment by id alone (no bytes with them). */
+const namedOnly = (p: ContentPart): p is AttachmentPart & { attachment: string } => isAttachmentPart(p) && p.attachment !== undefined && bytesOf(p) === null;
+
 /**
- * The message as stored (see StoredMessage). A part naming a stored attachment by id gets its media type and size
- * from the store; with `requireStored`, one that names an attachment not stored here is INVALID_CONTENT (caller
- * input), else it is kept (a synced or imported turn whose bytes follow).
+ * Caller messages that name attachments by id alone: each must be one a turn of this conversation names, with its
+ * bytes here, or one whose bytes come in the same call (`brought`) — another conversation's attachment is not this
+ * one's to read or send (INVALID_CONTENT) — and its part takes the store's facts (type, size, pixels, pages,
+ * duration), whatever it says, so it is counted by what it is.
  */
-export async function toStored(message: ChatMessage, store: AttachmentStore, path: string, requireStored: boolean): Promise<StoredMessage> {
+export async function ownNamed(messages: ChatMessage[], store: AttachmentStore, conversationId: string, path: (i: number) => string, brought: ReadonlySet<string>): Promise<ChatMessage[]> {
+  const named = messages.flatMap((m, i) => (Array.isArray(m.content) ? m.content.flatMap((p, k) => (namedOnly(p) && !brought.has(p.attachment) ? [{ id: p.attachment, at: `${path(i)}.content[${k}].attachment` }] : [])) : []));
+  if (named.length === 0) return messages;
+  const own = await store.named(conversationId, named.map((n) => n.id));
+  const known = await store.stored([...own]);
+  const foreign = named.find((n) => !known.has(n.id));
+  if (foreign) {
+    throw new PagewiseError('INVALID_CONTENT', MODULE, `${foreign.at}: names ${describe(foreign.id)}, which no message of conversation ${describe(conversationId)} names with its bytes here. Send the bytes (data), or an id memory.turns() gave for this conversation.`, { path: foreign.at });
+  }
+  return messages.map((m) => (!Array.isArray(m.content) ? m : {
+    ...m, content: m.content.map((p) => (namedOnly(p) && known.has(p.attachment) ? withStoreFacts(p, known.get(p.attachment)!) : p)),
+  }));
+}
+
+/**
+ * The message as stored (see StoredMessage). A part naming an attachment by id takes the store's facts where the bytes
+ * are here (before the stored form is written, so that every replica writes the same JSON); otherwise it is kept as
+ * it came (a synced or imported turn whose bytes follow). Caller input passes ownNamed first.
+ */
+export async function toStored(message: ChatMessage, store: AttachmentStore): Promise<StoredMessage> {
   if (!Array.isArray(message.content) || !message.content.some(isAttachmentPart)) return { message, attachments: [], refs: [] };
-  // Parts that name a stored attachment take its facts from the store (before the stored form is written, so that
-  // every replica writes the same JSON).
-  const named = message.content.flatMap((p) => (isAttachmentPart(p) && p.attachment ? [p.attachment] : []));
-  const known = await store.stored(named);
-  const parts = message.content.map((p, i): ContentPart => {
-    if (!isAttachmentPart(p) || !p.attachment) return p;
-    const info = known.get(p.attachment);
-    if (!info && requireStored) {
-      throw new PagewiseError('INVALID_CONTENT', MODULE, `${path}.content[${i}].attachment: names ${describe(p.attachment)}, which is not stored here. Send the bytes (data), or an id memory.turns() gave.`, { path: `${path}.content[${i}].attachment` });
-    }
-    return info ? { ...p, mediaType: p.mediaType ?? info.mediaType, size: p.size ?? info.size } : p;
-  });
+  const known = await store.stored(message.content.flatMap((p) => (namedOnly(p) ? [p.attachment] : [])));
+  const parts = message.content.map((p): ContentPart => (namedOnly(p) && known.has(p.attachment) ? withStoreFacts(p, known.get(p.attachment)!) : p));
   const { content, attachments } = await storedContent(parts);
   const refs = [...new Set((content as ContentPart[]).flatMap((p) => (isAttachmentPart(p) && p.attachment ? [p.attachment] : [])))];
   return {
@@ -45,14 +73,26 @@ export async function toStored(message: ChatMessage, store: AttachmentStore, pat
   };
 }
 
-/** INVALID_CONTENT when a message names (by id) an attachment whose bytes are not stored here. */
-export async function checkNamed(messages: readonly ChatMessage[], store: AttachmentStore, path: (i: number) => string): Promise<void> {
-  const named = messages.flatMap((m, i) => (Array.isArray(m.content) ? m.content.flatMap((p, k) => (isAttachmentPart(p) && p.attachment ? [{ id: p.attachment, at: `${path(i)}.content[${k}].attachment` }] : [])) : []));
-  if (named.length === 0) return;
-  const known = await store.stored(named.map((n) => n.id));
-  const missing = named.find((n) => !known.has(n.id));
-  if (missing) throw new PagewiseError('INVALID_CONTENT', MODULE, `${missing.at}: names ${describe(missing.id)}, which is not stored here. Send the bytes (data), or an id memory.turns() gave.`, { path: missing.at });
+/**
+ * History items of stored turns whose attachments' bytes are not here (a sync has not brought them yet): those parts
+ * become a short reference in words, and the item is counted as it is sent.
+ */
+export async function withoutAbsent(items: HistoryItem[], store: AttachmentStore, count: (m: ChatMessage) => { tokens: number; estimated: number }): Promise<HistoryItem[]> {
+  const ids = items.flatMap((i) => partsOf(i.message.content).flatMap((p) => (namedOnly(p) ? [p.attachment] : [])));
+  if (ids.length === 0) return items;
+  const here = await store.stored(ids);
+  return items.map((item) => {
+    const m = item.message;
+    if (!Array.isArray(m.content) || !m.content.some((p) => namedOnly(p) && !here.has(p.attachment))) return item;
+    const message = { ...m, content: m.content.map((p): ContentPart => (namedOnly(p) && !here.has(p.attachment) ? absent(p) : p)) };
+    const cost = count(message);
+    const { estimated: _e, ...rest } = item;
+    return { ...rest, message, tokens: cost.tokens, ...(cost.estimated > 0 ? { estimated: cost.estimated } : {}) };
+  });
 }
+
+/** What is sent for an attachment whose bytes are not here. */
+const absent = (p: AttachmentPart): ContentPart => ({ type: 'text', text: `[${p.type} not on this device yet]` });
 
 /**
  * Messages with their stored attachments' bytes put back (base64), for sending to a model; the others as they are. A
@@ -72,7 +112,7 @@ export async function withBytes(messages: readonly ChatMessage[], store: Attachm
     const content = await Promise.all(m.content.map(async (p): Promise<ContentPart> => {
       if (!isAttachmentPart(p) || !p.attachment || p.data !== undefined) return p;
       const data = await bytesOf(p.attachment);
-      return data === null ? { type: 'text', text: `${attachmentRef(p)} (its bytes are not on this device yet)` } : { ...p, data };
+      return data === null ? absent(p) : { ...p, data };
     }));
     return { ...m, content };
   }));

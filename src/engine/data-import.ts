@@ -318,7 +318,7 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
           const first = c.stored + entry.written;
           const turns: NewTurn[] = await Promise.all(c.messages.slice(first, first + size).map(async (raw, k) => {
             // Attachments by id; the bytes the export carries go with the first turn that names them.
-            const { message, refs, attachments: carried } = await toStored(raw, d.attachments, `${c.path}.turns[${first + k}]`, false);
+            const { message, refs, attachments: carried } = await toStored(raw, d.attachments);
             const text = messageText(message);
             const createdMs = Date.parse(message.createdAt!);
             // The bytes a turn carries itself (a hand-written file), or the export's, by id.

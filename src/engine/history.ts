@@ -76,8 +76,9 @@ export async function storedHistory(store: TurnStore, tokenizer: Tokenizer, rule
  * The caller's history, validated, with each message matched to its stored turn (by id, else by content from the
  * newest) so the manifest names stored ids and recall does not repeat what is sent.
  */
-export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, rule: MediaRule, conversationId: string, raw: unknown[], limits: { maxMessageBytes: number; maxAttachmentBytes: number }): Promise<HistoryView> {
-  const messages = raw.map((m, i) => validateMessage(m, `history[${i}]`, limits.maxMessageBytes, limits.maxAttachmentBytes));
+export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, rule: MediaRule, conversationId: string, raw: unknown[], limits: { maxMessageBytes: number; maxAttachmentBytes: number }, resolve: (messages: ChatMessage[]) => Promise<ChatMessage[]>): Promise<HistoryView> {
+  // `resolve`: attachments named by id, checked against the conversation and given the store's facts.
+  const messages = await resolve(raw.map((m, i) => validateMessage(m, `history[${i}]`, limits.maxMessageBytes, limits.maxAttachmentBytes)));
   const hashes = await Promise.all(messages.map(contentHash));
   const withId = messages.flatMap((m) => (m.id ? [m.id] : []));
   const byId = new Map((await store.byIds(conversationId, withId)).map((t) => [t.id, t]));

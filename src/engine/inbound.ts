@@ -19,10 +19,11 @@ import { type RecallBlock, type RecallResult, recall } from '../retrieval/retrie
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import { TOKENS_PER_REQUEST } from '../tokens/chat-format.js';
+import { messageCost } from '../tokens/message-cost.js';
 import type { AssembledContext, ChatMessage, CompressionKind, MediaRule, Tokenizer } from '../contracts/types.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { reasoningText } from '../common/parts.js';
-import { checkNamed, withBytes } from './attachments.js';
+import { ownNamed, withBytes, withoutAbsent } from './attachments.js';
 import { reattach } from './recall-attachments.js';
 
 const MODULE = 'engine';
@@ -51,14 +52,15 @@ export function inboundApi(d: InboundDeps): Pick<Memory, 'onMessageInbound'> {
 
 async function inbound(d: InboundDeps, conversationId: string, args: Record<string, unknown>): Promise<AssembledContext> {
   const { opts } = d;
-  const message = validateMessage(args.message, 'message', opts.maxMessageBytes, opts.maxAttachmentBytes);
+  const asked = validateMessage(args.message, 'message', opts.maxMessageBytes, opts.maxAttachmentBytes);
   const history = args.history === undefined ? undefined : readArray(args.history, 'history');
   if (args.history !== undefined && !history) {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `history must be an array of messages (got ${describe(args.history)}).`, { path: 'history' });
   }
   const how = requestOptions(args, opts.mediaTokens);
-  const after = readAfter(args.after, opts);
-  await checkNamed([message, ...after], d.attachments, (i) => (i === 0 ? 'message' : `after[${i - 1}]`));
+  // Attachments named by id must be this conversation's; they are counted by the store's facts.
+  const [message, ...after] = await ownNamed([asked, ...readAfter(args.after, opts)], d.attachments, conversationId, (i) => (i === 0 ? 'message' : `after[${i - 1}]`), new Set());
+  if (!message) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'message is missing.', { path: 'message' });
   const now = parseNow(args.now);
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
@@ -172,8 +174,14 @@ async function historyView(d: InboundDeps, conversationId: string, history: unkn
   const state = await d.summaryStore.state(conversationId);
   const watermark = state?.watermark ?? 0;
   const view: HistoryView = history
-    ? await callerHistory(d.store, tok, rule, conversationId, history, opts)
+    ? await callerHistory(d.store, tok, rule, conversationId, history, opts, (messages) => ownNamed(messages, d.attachments, conversationId, (i) => `history[${i}]`, new Set()))
     : await storedHistory(d.store, tok, rule, conversationId, wide ? available : opts.targetTokens, opts.protectedRecentTurns, watermark);
+  if (!history) {
+    // A stored turn whose attachment's bytes a sync has not brought yet is sent, and counted, with a reference in words.
+    const count = (m: ChatMessage) => messageCost(tok, m, rule);
+    view.prefix = await withoutAbsent(view.prefix, d.attachments, count);
+    view.history = await withoutAbsent(view.history, d.attachments, count);
+  }
   // Compacted turns are sent as summaries (and recalled when relevant), not verbatim.
   if (state) view.history = view.history.filter((i) => i.seq === null || i.seq >= watermark);
   return { state, view };

@@ -24,7 +24,8 @@ export async function reattach(store: TurnStore, ctx: AssembledContext, limit: n
   const sourceOf = (p: ImageContentPart) => turns.filter((t) => Array.isArray(t.content) && t.content.some((q) => q.type === 'image' && q.attachment === p.attachment)).map((t) => t.id);
   const dropped = left.length === 0 ? [] : [{ kind: 'attachments' as const, sourceIds: [...new Set(left.flatMap(sourceOf))], tokens: 0, scores: {}, reason: 'budget' as const }];
   if (chosen.length === 0) return { ...ctx, dropped: [...ctx.dropped, ...dropped] };
-  const at = ctx.messages.length - 1;
+  // Just before the new message (not before the messages `after` it: a tool result must follow its call).
+  const at = ctx.sources.findIndex((x) => x.kind === 'message');
   const budget = { ...ctx.budget, memory: ctx.budget.memory + cost.tokens, total: ctx.budget.total + cost.tokens, free: ctx.budget.free - cost.tokens, estimated: ctx.budget.estimated + cost.estimated };
   return {
     ...ctx,

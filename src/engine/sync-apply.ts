@@ -6,6 +6,7 @@ import { readBatch, type IncomingPiece, type IncomingTurn, type ReadBatch } from
 import { MISSING_PER_ASK } from './sync-changes.js';
 import { completeStatement } from '../store/attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
+import { sentMessageText } from '../tokens/message-cost.js';
 import { derivedRemoval, type Remove } from './data-rows.js';
 import type { DataDeps } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
@@ -97,7 +98,8 @@ async function place(d: SyncApplyDeps, from: string, conversationId: string, inc
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
   ];
-  const insert = (t: IncomingTurn, seq: number) => statements.push(...sync.insertTurn(conversationId, seq, t, from, countKey, countKey === null ? 0 : count(t.text), nowIso));
+  // The cached count is of the text the turn is sent as (its reasoning included), as append() caches it.
+  const insert = (t: IncomingTurn, seq: number) => statements.push(...sync.insertTurn(conversationId, seq, t, from, countKey, countKey === null ? 0 : count(sentMessageText(t.message)), nowIso));
   if (!last[0] || compareTurns(orderKey(last[0]), sorted[0]!) < 0) {
     const base = last[0] ? Number(last[0].seq) + 1 : 0;
     sorted.forEach((t, i) => insert(t, base + i));
@@ -186,13 +188,16 @@ async function applyAliases(d: SyncApplyDeps, batch: ReadBatch): Promise<number>
 
 /**
  * Pieces of attachments' bytes, each stored where the bytes here end (others are not what this replica asked for);
- * an attachment whose bytes are whole is checked against its id before it counts as stored. Resolves with how many
- * became whole.
+ * an attachment whose bytes are whole is checked against its id before it counts as stored. One this replica cannot
+ * take — over its maxAttachmentBytes, or bytes that do not match their id (none of them kept) — is refused, never
+ * failing the sync. Resolves with how many became whole, and the ids refused.
  */
-async function applyPieces(d: SyncApplyDeps, pieces: readonly IncomingPiece[], nowIso: string): Promise<number> {
+async function applyPieces(d: SyncApplyDeps, pieces: readonly IncomingPiece[], nowIso: string): Promise<{ whole: number; refused: string[] }> {
   let whole = 0;
+  const refused = new Set<string>();
   for (const p of [...pieces].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.start - b.start))) {
-    if ((await d.attachments.stored([p.id])).has(p.id) || !(await d.attachments.referenced(null, p.id))) continue;
+    if (refused.has(p.id) || (await d.attachments.stored([p.id])).has(p.id) || !(await d.attachments.referenced(null, p.id))) continue;
+    if (p.size > d.maxAttachmentBytes) { refused.add(p.id); continue; }
     const have = await d.attachments.received(p.id);
     if (p.start !== have) continue;
     const statements = d.attachments.pieceStatements(p.id, p.start, p.bytes);
@@ -202,22 +207,23 @@ async function applyPieces(d: SyncApplyDeps, pieces: readonly IncomingPiece[], n
       all.set(before);
       all.set(p.bytes, have);
       if ((await sha256Hex(all)) !== p.id) {
-        // Wrong bytes: none of them is kept, so the next sync asks for them from the start.
+        // Wrong bytes: none of them is kept, so a later sync asks for them from the start (of another peer, perhaps).
         await d.driver.batch([{ sql: 'DELETE FROM attachment_chunks WHERE attachment_id = ?', params: [p.id] }]);
-        throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.attachments: the bytes of attachment ${describe(p.id)} do not match its id (changed on the way); they were not kept.`, { path: 'batch.attachments' });
+        refused.add(p.id);
+        continue;
       }
-      statements.push(completeStatement({ id: p.id, mediaType: p.mediaType, size: p.size }, nowIso));
+      statements.push(completeStatement({ id: p.id, mediaType: p.mediaType, bytes: all }, nowIso));
       whole++;
     }
     await d.driver.batch(statements);
   }
-  return whole;
+  return { whole, refused: [...refused] };
 }
 
 /** One batch applied, in the engine's exclusive slot (see the top of this file for the order of its steps). */
 async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   const { driver, sync } = d;
-  const batch = await readBatch(raw, d.maxMessageBytes, d.maxAttachmentBytes);
+  const batch = await readBatch(raw, d.maxMessageBytes);
   const me = await sync.replica();
   if (batch.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(batch.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
   if (batch.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
@@ -225,7 +231,9 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
   // A batch of attachments' bytes (asked for by id) carries nothing else, and moves no cursor.
   if (batch.pieces.length > 0) {
-    applied.attachments = await applyPieces(d, batch.pieces, nowIso);
+    const { whole, refused } = await applyPieces(d, batch.pieces, nowIso);
+    applied.attachments = whole;
+    if (refused.length > 0) applied.refused = refused;
     return withMissing(d, applied, batch.conversations);
   }
   const changed = new Set<string>();

@@ -110,20 +110,20 @@ export interface IncomingPiece extends Omit<SyncAttachmentPiece, 'data'> {
   bytes: Uint8Array;
 }
 
-function readPiece(raw: unknown, path: string, maxAttachmentBytes: number): IncomingPiece {
+function readPiece(raw: unknown, path: string): IncomingPiece {
   const p = record(raw, path);
   hash(p.id, `${path}.id`);
+  // An attachment over this replica's limit is refused when applied (not the batch): its pieces are checked as pieces.
   const size = int(p.size, `${path}.size`, 1);
-  if (size > maxAttachmentBytes) invalid(`${path}.size`, `is ${size} bytes, over this replica's maxAttachmentBytes (${maxAttachmentBytes}).`);
   const start = int(p.start, `${path}.start`, 0);
-  const part = validatePart({ type: 'file', data: p.data, mediaType: p.mediaType }, path, maxAttachmentBytes);
+  const part = validatePart({ type: 'file', data: p.data, mediaType: p.mediaType }, path, Math.min(size, DEFAULT_MAX_ATTACHMENT_BYTES * 4));
   const bytes = bytesOf(part as AttachmentPart)!;
   if (start + bytes.length > size) invalid(`${path}.data`, `runs past the attachment's size (${start} + ${bytes.length} > ${size}).`);
   return { id: p.id as string, mediaType: (part as AttachmentPart).mediaType!, size, start, bytes };
 }
 
 /** The batch, checked whole and copied (turns hashed and verified); INVALID_ARGUMENT at the first bad field. */
-export async function readBatch(raw: unknown, maxBytes: number, maxAttachmentBytes = DEFAULT_MAX_ATTACHMENT_BYTES): Promise<ReadBatch> {
+export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBatch> {
   const b = checkObject(raw, 'applySync');
   if (b.format !== 'pagewise-sync' || b.version !== 1) invalid('batch', `is not a pagewise sync batch version 1 (format ${describe(b.format)}, version ${describe(b.version)}); pass what syncChanges() returned.`);
   if (typeof b.more !== 'boolean') invalid('batch.more', `must be true or false (got ${describe(b.more)}).`);
@@ -143,6 +143,6 @@ export async function readBatch(raw: unknown, maxBytes: number, maxAttachmentByt
     turns,
     pins: list(b.pins, 'batch.pins', MAX_PINS).map((p, i) => readPin(p, `batch.pins[${i}]`)),
     aliases: list(b.aliases, 'batch.aliases', MAX_PINS).map((a, i) => readAlias(a, `batch.aliases[${i}]`)),
-    pieces: b.attachments === undefined ? [] : list(b.attachments, 'batch.attachments', MISSING_PER_ASK).map((p, i) => readPiece(p, `batch.attachments[${i}]`, maxAttachmentBytes)),
+    pieces: b.attachments === undefined ? [] : list(b.attachments, 'batch.attachments', MISSING_PER_ASK).map((p, i) => readPiece(p, `batch.attachments[${i}]`)),
   };
 }

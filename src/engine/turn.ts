@@ -16,7 +16,7 @@ import type { NewTurn } from '../store/turn-store.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import { sentMessageText } from '../tokens/message-cost.js';
-import { type StoredMessage, toStored } from './attachments.js';
+import { type StoredMessage, broughtIds, ownNamed, toStored } from './attachments.js';
 import type { CompactionReport, Tokenizer, TurnReport } from '../contracts/types.js';
 
 const MODULE = 'engine';
@@ -52,15 +52,17 @@ async function turnComplete(d: TurnCompleteDeps, conversationId: string, args: R
   if (!list || list.length === 0) {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `messages must be a non-empty array of the turn's messages (got ${describe(args.messages)}).`, { path: 'messages' });
   }
-  const messages = list.map((m, i) => validateMessage(m, `messages[${i}]`, d.opts.maxMessageBytes, d.opts.maxAttachmentBytes));
+  const checked = list.map((m, i) => validateMessage(m, `messages[${i}]`, d.opts.maxMessageBytes, d.opts.maxAttachmentBytes));
+  // An attachment named by id must be this conversation's (or come with its bytes in this call): checked before anything is written.
+  const messages = await ownNamed(checked, d.attachments, conversationId, (i) => `messages[${i}]`, await broughtIds(checked));
   const hashes = await Promise.all(messages.map(contentHash));
   const tail = (await store.before(conversationId, Number.MAX_SAFE_INTEGER, messages.length)).reverse();
   const overlap = storedOverlap(tail, messages.map((m, i) => ({ id: m.id, contentHash: hashes[i]! })));
   const fresh = await newTurns(store, conversationId, messages, hashes, overlap);
   const tok = await d.tokenizer();
   const now = new Date();
-  // Attachments by id, their bytes beside (every named one must be stored here): checked before anything is written.
-  const stored = await Promise.all(fresh.map(({ message }) => toStored(message, d.attachments, `messages[${messages.indexOf(message)}]`, true)));
+  // Attachments by id, their bytes beside.
+  const stored = await Promise.all(fresh.map(({ message }) => toStored(message, d.attachments)));
   const turns = fresh.map(({ hash }, i) => newTurn(stored[i]!, hash, now, tok));
   if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
   let compaction: CompactionReport | null = null;

@@ -3,6 +3,7 @@
 // decides when; this file reads and builds statements for its callers' transactions.
 import { limitsOf } from '../storage/limits.js';
 import type { SqlValue, Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
+import { type MediaFacts, probeMedia } from '../common/media-probe.js';
 
 /** Bytes per stored piece at most: well within the edge's 2 MB rows, and a sync batch's default 1 MB. */
 export const PIECE_BYTES = 512 * 1024;
@@ -12,6 +13,8 @@ export interface AttachmentInfo {
   id: string;
   mediaType: string;
   size: number;
+  /** What its bytes say of themselves: pixels, pages, duration (read once, when it is stored whole). */
+  facts: MediaFacts;
 }
 
 /** An attachment to store: its id (the SHA-256 of `bytes`, hex) and media type. */
@@ -22,6 +25,9 @@ export interface NewAttachment {
 }
 
 const toBytes = (v: SqlValue | ArrayBuffer): Uint8Array => (v instanceof Uint8Array ? v : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(0));
+
+const infoOf = (r: { id: string; media_type: string; size: number; facts: string }): AttachmentInfo =>
+  ({ id: r.id, mediaType: r.media_type, size: Number(r.size), facts: JSON.parse(r.facts) as MediaFacts });
 
 /** `IN (SELECT value FROM json_each(?))`: any number of ids as one bound value. */
 const IDS = 'IN (SELECT value FROM json_each(?))';
@@ -40,9 +46,12 @@ export function pieceStatements(piece: number, id: string, start: number, bytes:
   return out;
 }
 
-/** The statement that marks an attachment stored whole (every byte there, its hash checked). */
-export function completeStatement(info: AttachmentInfo, nowIso: string): Statement {
-  return { sql: 'INSERT OR IGNORE INTO attachments (id, media_type, size, created_at) VALUES (?, ?, ?, ?)', params: [info.id, info.mediaType, info.size, nowIso] };
+/** The statement that marks an attachment stored whole (every byte there, its hash checked), with what its bytes say. */
+export function completeStatement(a: NewAttachment, nowIso: string): Statement {
+  return {
+    sql: 'INSERT OR IGNORE INTO attachments (id, media_type, size, facts, created_at) VALUES (?, ?, ?, ?, ?)',
+    params: [a.id, a.mediaType, a.bytes.length, JSON.stringify(probeMedia(a.bytes, a.mediaType)), nowIso],
+  };
 }
 
 /**
@@ -52,7 +61,7 @@ export function completeStatement(info: AttachmentInfo, nowIso: string): Stateme
 export function putAttachmentStatements(piece: number, attachments: readonly NewAttachment[], nowIso: string): Statement[] {
   return attachments.flatMap((a) => [
     ...pieceStatements(piece, a.id, 0, a.bytes),
-    completeStatement({ id: a.id, mediaType: a.mediaType, size: a.bytes.length }, nowIso),
+    completeStatement(a, nowIso),
   ]);
 }
 
@@ -81,8 +90,8 @@ export function createAttachmentStore(driver: StorageDriver) {
   /** Of `ids`, the attachments stored whole here, with their facts. */
   async function stored(ids: readonly string[]): Promise<Map<string, AttachmentInfo>> {
     if (ids.length === 0) return new Map();
-    const rows = await driver.query<{ id: string; media_type: string; size: number }>(`SELECT id, media_type, size FROM attachments WHERE id ${IDS}`, [JSON.stringify([...new Set(ids)])]);
-    return new Map(rows.map((r) => [r.id, { id: r.id, mediaType: r.media_type, size: Number(r.size) }]));
+    const rows = await driver.query<{ id: string; media_type: string; size: number; facts: string }>(`SELECT id, media_type, size, facts FROM attachments WHERE id ${IDS}`, [JSON.stringify([...new Set(ids)])]);
+    return new Map(rows.map((r) => [r.id, infoOf(r)]));
   }
 
   /**
@@ -127,12 +136,19 @@ export function createAttachmentStore(driver: StorageDriver) {
     /** Statements that store a piece received by sync, from byte `start`. */
     pieceStatements: (id: string, start: number, bytes: Uint8Array) => pieceStatements(piece, id, start, bytes),
 
-    /** Whether a turn of the conversation (of any: null) refers to the attachment (`shared`: a turn that is not private). */
-    async referenced(conversationId: string | null, id: string, shared = false): Promise<boolean> {
+    /** Whether a turn of the conversation (of any: null) refers to the attachment. */
+    async referenced(conversationId: string | null, id: string): Promise<boolean> {
       const rows = await driver.query<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM attachment_refs r${shared ? ' JOIN turns t ON t.rowid = r.turn_rowid AND t.private = 0' : ''} WHERE r.attachment_id = ?${conversationId === null ? '' : ' AND r.conversation_id = ?'}`,
+        `SELECT COUNT(*) AS n FROM attachment_refs WHERE attachment_id = ?${conversationId === null ? '' : ' AND conversation_id = ?'}`,
         conversationId === null ? [id] : [id, conversationId]);
       return Number(rows[0]?.n ?? 0) > 0;
+    },
+
+    /** Of `ids`, those a turn of the conversation refers to. */
+    async named(conversationId: string, ids: readonly string[]): Promise<Set<string>> {
+      if (ids.length === 0) return new Set();
+      const rows = await driver.query<{ id: string }>(`SELECT DISTINCT attachment_id AS id FROM attachment_refs WHERE conversation_id = ? AND attachment_id ${IDS}`, [conversationId, JSON.stringify([...new Set(ids)])]);
+      return new Set(rows.map((r) => r.id));
     },
 
     /** Whether a turn that may leave this replica (not private) of the conversations (all: null) refers to the attachment. */
@@ -173,9 +189,9 @@ export function createAttachmentStore(driver: StorageDriver) {
 
     /** Every attachment the conversation's turns refer to that is stored whole here. */
     async ofConversation(conversationId: string): Promise<AttachmentInfo[]> {
-      const rows = await driver.query<{ id: string; media_type: string; size: number }>(
-        'SELECT DISTINCT a.id, a.media_type, a.size FROM attachment_refs r JOIN attachments a ON a.id = r.attachment_id WHERE r.conversation_id = ? ORDER BY a.id', [conversationId]);
-      return rows.map((r) => ({ id: r.id, mediaType: r.media_type, size: Number(r.size) }));
+      const rows = await driver.query<{ id: string; media_type: string; size: number; facts: string }>(
+        'SELECT DISTINCT a.id, a.media_type, a.size, a.facts FROM attachment_refs r JOIN attachments a ON a.id = r.attachment_id WHERE r.conversation_id = ? ORDER BY a.id', [conversationId]);
+      return rows.map(infoOf);
     },
   };
 }

@@ -261,13 +261,15 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   // 10: attachments (images, files, audio), stored once by the SHA-256 of their bytes beside the turns that refer to
   // them (a turn's content names the id, never holds the bytes). The bytes lie in pieces by byte offset, each within
   // the storage's row limit (2 MB at the edge); an `attachments` row is written once every piece is there and the
-  // hash checked, so a missing row means "not here (yet)": sync fetches it. `attachment_refs` is derived from the
+  // hash checked, so a missing row means "not here (yet)": sync fetches it; `facts` are what the bytes say of themselves
+  // (pixels, pages, duration: JSON), what a part naming it by id is counted by. `attachment_refs` is derived from the
   // turns (which attachments each refers to): forget removes an attachment no kept turn refers to.
   [
     `CREATE TABLE attachments (
       id TEXT PRIMARY KEY,
       media_type TEXT NOT NULL,
       size INTEGER NOT NULL,
+      facts TEXT NOT NULL,
       created_at TEXT NOT NULL
     ) WITHOUT ROWID`,
     `CREATE TABLE attachment_chunks (

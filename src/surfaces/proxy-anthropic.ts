@@ -1,10 +1,10 @@
 // Anthropic messages for the proxy: request messages read as pagewise messages (text, image, document, thinking and
 // redacted_thinking blocks; tool_use as tool calls; each tool_result as a tool message), a stored turn written back,
 // memory joined to the top-level system prompt, and replies — plain or streamed — read for storing.
-import { isAttachmentPart, toBase64 } from '../common/parts.js';
-import { type Json, type Protocol, type StreamReader, checkContent, contentOf, fail, isObject, joinSystem, jsonText, unknownPart } from './proxy-protocols.js';
+import { fromBase64, isAttachmentPart, toBase64 } from '../common/parts.js';
+import { type Json, type Protocol, type StreamReader, base64Of, blockOf, checkContent, contentOf, fail, isObject, joinSystem, jsonText, keptBlock, referenceOf } from './proxy-protocols.js';
 import { describe } from '../common/messages.js';
-import type { ChatMessage, ContentPart, ToolCall } from '../contracts/types.js';
+import type { AttachmentPart, ChatMessage, ContentPart, ToolCall } from '../contracts/types.js';
 
 const utf8 = new TextEncoder();
 
@@ -25,8 +25,9 @@ function partOf(b: Json): ContentPart {
   if (b.type === 'text' && typeof b.text === 'string') return { type: 'text', text: b.text };
   if (b.type === 'thinking' && typeof b.thinking === 'string') return { type: 'reasoning', text: b.thinking, ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) };
   if (b.type === 'redacted_thinking' && typeof b.data === 'string') return { type: 'reasoning', text: '', encrypted: b.data };
-  if (b.type === 'image' || b.type === 'document') return sourced(b.type === 'image' ? 'image' : 'file', b) ?? unknownPart(`${b.type} uploaded to the provider`);
-  return unknownPart(b.type);
+  if (b.type === 'image' || b.type === 'document') return sourced(b.type === 'image' ? 'image' : 'file', b) ?? keptBlock('anthropic', b);
+  // A server tool's use and result, a search result, a file uploaded to the provider, a block no API had yet: kept whole.
+  return keptBlock('anthropic', b);
 }
 
 function resultContent(c: unknown): ChatMessage['content'] {
@@ -67,7 +68,24 @@ function read(body: Json): { messages: ChatMessage[]; origins: number[] } {
   return { messages, origins };
 }
 
-/** A stored turn's parts as Anthropic blocks (reasoning with its signature, attachments as base64 or URL sources). */
+// The image types the Messages API takes as base64.
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+/** A stored attachment as the Anthropic block that carries it, or its reference in words where none does. */
+function attachmentBlock(p: AttachmentPart): Json {
+  const kept = blockOf('anthropic', p);
+  if (kept) return kept;
+  const data = base64Of(p);
+  if (p.url !== undefined && p.type !== 'audio') return { type: p.type === 'image' ? 'image' : 'document', source: { type: 'url', url: p.url } };
+  if (data === null) return referenceOf(p);
+  if (p.type === 'image' && IMAGE_TYPES.has(p.mediaType ?? '')) return { type: 'image', source: { type: 'base64', media_type: p.mediaType, data } };
+  const title = p.name ? { title: p.name } : {};
+  if (p.type === 'file' && p.mediaType === 'application/pdf') return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data }, ...title };
+  if (p.type === 'file' && p.mediaType === 'text/plain') return { type: 'document', source: { type: 'text', media_type: 'text/plain', data: new TextDecoder().decode(fromBase64(data)) }, ...title };
+  return referenceOf(p);
+}
+
+/** A stored turn's parts as Anthropic blocks (reasoning with its signature, attachments as the API takes them). */
 function blocksOf(content: ChatMessage['content']): Json[] {
   if (typeof content === 'string' || content === null) return content ? [{ type: 'text', text: content }] : [];
   return content.flatMap((p): Json[] => {
@@ -76,10 +94,7 @@ function blocksOf(content: ChatMessage['content']): Json[] {
       if (p.encrypted) return [{ type: 'redacted_thinking', data: p.encrypted }];
       return p.signature ? [{ type: 'thinking', thinking: p.text, signature: p.signature }] : [];
     }
-    if (!isAttachmentPart(p) || p.type === 'audio') return [];
-    const data = typeof p.data === 'string' ? p.data.replace(/^data:[^,]*,/, '') : p.data ? toBase64(p.data instanceof Uint8Array ? p.data : new Uint8Array(p.data)) : null;
-    const source = p.url ? { type: 'url', url: p.url } : data !== null ? { type: 'base64', media_type: p.mediaType, data } : null;
-    return source ? [{ type: p.type === 'image' ? 'image' : 'document', source, ...(p.type === 'file' && p.name ? { title: p.name } : {}) }] : [];
+    return [attachmentBlock(p)];
   });
 }
 

@@ -1,10 +1,10 @@
 // OpenAI chat completions for the proxy: request messages read as pagewise messages (text, image_url, input_audio,
 // file parts; tool calls; `reasoning_content` as reasoning), a stored turn written back, memory joined to the first
 // system (or developer) message, and replies — plain or streamed — read for storing.
-import { isAttachmentPart, toBase64 } from '../common/parts.js';
-import { type Json, type Protocol, type StreamReader, checkContent, contentOf, fail, isObject, jsonText, joinSystem, optionalString, unknownPart } from './proxy-protocols.js';
+import { isAttachmentPart } from '../common/parts.js';
+import { type Json, type Protocol, type StreamReader, base64Of, blockOf, checkContent, contentOf, fail, isObject, jsonText, joinSystem, keptBlock, optionalString, referenceOf } from './proxy-protocols.js';
 import { describe } from '../common/messages.js';
-import type { ChatMessage, ContentPart, ToolCall } from '../contracts/types.js';
+import type { AttachmentPart, ChatMessage, ContentPart, ToolCall } from '../contracts/types.js';
 
 const AUDIO_TYPES: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', opus: 'audio/ogg', aac: 'audio/aac', pcm16: 'audio/L16' };
 
@@ -19,15 +19,14 @@ function partOf(p: Json): ContentPart {
   }
   if (p.type === 'input_audio' && isObject(p.input_audio) && typeof p.input_audio.data === 'string') {
     const format = String(p.input_audio.format ?? '');
-    return { type: 'audio', data: p.input_audio.data, ...(AUDIO_TYPES[format] ? { mediaType: AUDIO_TYPES[format] } : {}) };
+    return { type: 'audio', data: p.input_audio.data, ...(Object.hasOwn(AUDIO_TYPES, format) ? { mediaType: AUDIO_TYPES[format] } : {}) };
   }
   if (p.type === 'file' && isObject(p.file)) {
     const name = typeof p.file.filename === 'string' && p.file.filename !== '' ? { name: p.file.filename } : {};
     if (typeof p.file.file_data === 'string') return { type: 'file', data: p.file.file_data, ...name };
-    // Uploaded to the provider (Files API): the bytes are not in the request, only a reference.
-    if (typeof p.file.file_id === 'string') return { type: 'text', text: `[file${name.name ? ` ${JSON.stringify(name.name)}` : ''} uploaded to the provider]` };
   }
-  return unknownPart(p.type);
+  // A file uploaded to the provider (by file_id), a part no API had yet: kept whole.
+  return keptBlock('openai', p);
 }
 
 function toolCallsOf(value: unknown, path: string): ToolCall[] {
@@ -68,20 +67,27 @@ function read(body: Json): { messages: ChatMessage[]; origins: number[] } {
   return { messages, origins };
 }
 
-/** A stored turn as an OpenAI message (attachments as data URLs; reasoning is not sent back: the API has no field for it). */
+// What chat completions take: images as PNG, JPEG, GIF or WebP; audio as WAV or MP3; files as PDF.
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+/** A stored attachment as the OpenAI part that carries it, or its reference in words where none does. */
+function attachmentPart(p: AttachmentPart): Json {
+  const kept = blockOf('openai', p);
+  if (kept) return kept;
+  if (p.type === 'image' && p.url !== undefined) return { type: 'image_url', image_url: { url: p.url, ...(p.detail ? { detail: p.detail } : {}) } };
+  const data = base64Of(p);
+  if (data === null) return referenceOf(p);
+  if (p.type === 'image' && IMAGE_TYPES.has(p.mediaType ?? '')) return { type: 'image_url', image_url: { url: `data:${p.mediaType};base64,${data}`, ...(p.detail ? { detail: p.detail } : {}) } };
+  if (p.type === 'audio' && (p.mediaType === 'audio/wav' || p.mediaType === 'audio/mpeg')) return { type: 'input_audio', input_audio: { data, format: p.mediaType === 'audio/wav' ? 'wav' : 'mp3' } };
+  if (p.type === 'file' && p.mediaType === 'application/pdf') return { type: 'file', file: { file_data: `data:application/pdf;base64,${data}`, ...(p.name ? { filename: p.name } : {}) } };
+  return referenceOf(p);
+}
+
+/** A stored turn as an OpenAI message (reasoning is not sent back: the API has no field for it). */
 function write(m: ChatMessage): Json {
-  const parts = typeof m.content === 'string' || m.content === null ? null : m.content;
   let content: unknown = m.content;
-  if (parts) {
-    const out = parts.flatMap((p): Json[] => {
-      if (p.type === 'text') return [{ type: 'text', text: p.text }];
-      if (!isAttachmentPart(p)) return [];
-      const url = p.url ?? (typeof p.data === 'string' ? (p.data.startsWith('data:') ? p.data : `data:${p.mediaType};base64,${p.data}`) : p.data ? `data:${p.mediaType};base64,${toBase64(p.data instanceof Uint8Array ? p.data : new Uint8Array(p.data))}` : null);
-      if (url === null) return [];
-      if (p.type === 'image') return [{ type: 'image_url', image_url: { url, ...(p.detail ? { detail: p.detail } : {}) } }];
-      if (p.type === 'audio' && !p.url) return [{ type: 'input_audio', input_audio: { data: url.slice(url.indexOf(',') + 1), format: (p.mediaType ?? '').includes('wav') ? 'wav' : 'mp3' } }];
-      return [{ type: 'file', file: { file_data: url, ...(p.name ? { filename: p.name } : {}) } }];
-    });
+  if (Array.isArray(m.content)) {
+    const out = m.content.flatMap((p): Json[] => (p.type === 'text' ? [{ type: 'text', text: p.text }] : isAttachmentPart(p) ? [attachmentPart(p)] : []));
     content = out.every((p) => p.type === 'text') ? out.map((p) => p.text).join('\n') : out;
   }
   const msg: Json = { role: m.role, content };

@@ -5,7 +5,8 @@
 // messages, untouched; pagewise's messages are only what memory stores and counts.
 import { PagewiseError } from '../contracts/errors.js';
 import { describe } from '../common/messages.js';
-import type { ChatMessage, ContentPart } from '../contracts/types.js';
+import { attachmentRef, fromBase64, toBase64 } from '../common/parts.js';
+import type { AttachmentPart, ChatMessage, ContentPart } from '../contracts/types.js';
 
 export type Json = Record<string, unknown>;
 
@@ -70,10 +71,39 @@ export function checkContent(v: unknown, path: string): void {
   v.forEach((p, i) => { if (!isObject(p)) fail(`${path}[${i}]`, `must be a content part object such as {"type":"text","text":"…"} (got ${describe(p)}).`); });
 }
 
-/** A part of a type pagewise does not keep, in words (so a message made only of such parts is not empty in memory). */
-export function unknownPart(type: unknown): ContentPart {
-  return { type: 'text', text: `[${typeof type === 'string' ? type.replace(/[^\w.-]/g, '').slice(0, 40) : 'unknown'} part]` };
+/** The media type a block pagewise does not read is kept under: the block itself, as JSON, of that protocol. */
+const blockType = (protocol: 'openai' | 'anthropic') => `application/vnd.pagewise.${protocol}-block+json`;
+
+/**
+ * A block pagewise does not read (a server tool's result, a document from content blocks, a part no API had yet),
+ * kept whole: its JSON as an attachment, so memory loses none of it, the budget counts it by its size (an estimate),
+ * and a stored turn written back to the same protocol carries it as it was.
+ */
+export function keptBlock(protocol: 'openai' | 'anthropic', block: Json): ContentPart {
+  return { type: 'file', data: toBase64(utf8.encode(JSON.stringify(block))), mediaType: blockType(protocol) };
 }
+
+/** The block a kept part holds (with its bytes, as stored turns sent again carry them), when `protocol` kept it. */
+export function blockOf(protocol: 'openai' | 'anthropic', p: ContentPart): Json | null {
+  if (p.type !== 'file' || p.mediaType !== blockType(protocol) || typeof p.data !== 'string') return null;
+  try {
+    const block = JSON.parse(new TextDecoder().decode(fromBase64(p.data))) as unknown;
+    return isObject(block) ? block : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A stored attachment in words, where the protocol cannot carry it (a type the provider does not take). */
+export const referenceOf = (p: AttachmentPart): Json => ({ type: 'text', text: attachmentRef(p) });
+
+/** An attachment part's bytes as base64 (without a data: URL's head), or null when it has none. */
+export function base64Of(p: AttachmentPart): string | null {
+  if (typeof p.data === 'string') return p.data.replace(/^data:[^,]*,/, '');
+  return p.data ? toBase64(p.data instanceof Uint8Array ? p.data : new Uint8Array(p.data)) : null;
+}
+
+const utf8 = new TextEncoder();
 
 /** `{"arguments": "…"}` as JSON text: the model's own string, or the object written out. */
 export const jsonText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v ?? {}));
