@@ -10,7 +10,7 @@ const MODULE = 'messages';
 type Code = ConstructorParameters<typeof PagewiseError>[0];
 
 /** The kinds of part that hold an attachment. */
-export const ATTACHMENT_KINDS = ['image', 'file', 'audio'] as const;
+const ATTACHMENT_KINDS = ['image', 'file', 'audio'] as const;
 const KINDS = ['text', ...ATTACHMENT_KINDS, 'reasoning'];
 const HASH = /^[0-9a-f]{64}$/;
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/;

@@ -2,7 +2,7 @@
 // sent to a model again gets its bytes back, and memory.attachment() reads them.
 import { PagewiseError } from '../contracts/errors.js';
 import { describe, partId, readArray, readRecord, storedContent, validateConversationId } from '../common/messages.js';
-import { attachmentRef, bytesOf, isAttachmentPart, partsOf, sha256Hex, toBase64, validatePart } from '../common/parts.js';
+import { bytesOf, isAttachmentPart, partsOf, sha256Hex, toBase64, validatePart } from '../common/parts.js';
 import type { AttachmentInfo, AttachmentStore, NewAttachment } from '../store/attachment-store.js';
 import type { HistoryItem } from '../assembly/assembler.js';
 import type { Attachment } from '../contracts/types-data.js';

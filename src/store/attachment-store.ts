@@ -6,7 +6,7 @@ import type { SqlValue, Statement, StorageDriver, StorageLimits } from '../contr
 import { type MediaFacts, probeMedia } from '../common/media-probe.js';
 
 /** Bytes per stored piece at most: well within the edge's 2 MB rows, and a sync batch's default 1 MB. */
-export const PIECE_BYTES = 512 * 1024;
+const PIECE_BYTES = 512 * 1024;
 
 /** A stored attachment's facts. */
 export interface AttachmentInfo {
