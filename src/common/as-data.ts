@@ -116,3 +116,24 @@ export function inline(text: string): string {
 export function quoted(text: string): string {
   return JSON.stringify(inline(text));
 }
+
+/** A short description of a value for error messages. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  // Array.isArray throws on a revoked Proxy.
+  try {
+    if (Array.isArray(value)) return 'an array';
+  } catch {
+    return 'a value that cannot be inspected';
+  }
+  if (typeof value === 'string') {
+    // Quoted as data on one line (it may end up in a prompt through an error message), cut at a code point.
+    const cut = Array.from(value.slice(0, 41)).slice(0, 40).join('');
+    const shown = JSON.stringify(inline(cut.length < value.length ? cut : value));
+    return cut.length < value.length ? `a string ${shown.slice(0, -1)}…"` : shown;
+  }
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  return `${typeof value} ${String(value)}`;
+}

@@ -1,7 +1,8 @@
 import { PagewiseError } from '../contracts/errors.js';
-import { inline } from './as-data.js';
+import { describe, inline } from './as-data.js';
 import { bytesOf, canonicalPart, hasRichParts, isAttachmentPart, reasoningText, searchableText, sha256Hex, validatePart, withFacts } from './parts.js';
 import type { AttachmentPart, ChatMessage, ContentPart, Role, ToolCall } from '../contracts/types.js';
+import type { MediaFacts } from './media-probe.js';
 
 const ROLES: readonly Role[] = ['system', 'user', 'assistant', 'tool'];
 const MODULE = 'messages';
@@ -229,15 +230,15 @@ export function messageText(m: Pick<ChatMessage, 'content' | 'toolCalls'>): stri
  * A message's content as it is hashed and stored: attachments by their id (the SHA-256 of their bytes) instead of their
  * bytes, and the attachments whose bytes it carried. A string, or text parts only, stays as it is.
  */
-export async function storedContent(content: ChatMessage['content']): Promise<{ content: ChatMessage['content']; attachments: { id: string; bytes: Uint8Array; part: AttachmentPart }[] }> {
+export async function storedContent(content: ChatMessage['content']): Promise<{ content: ChatMessage['content']; attachments: { id: string; bytes: Uint8Array; part: AttachmentPart; facts: MediaFacts }[] }> {
   if (!hasRichParts(content)) return { content, attachments: [] };
-  const attachments: { id: string; bytes: Uint8Array; part: AttachmentPart }[] = [];
+  const attachments: { id: string; bytes: Uint8Array; part: AttachmentPart; facts: MediaFacts }[] = [];
   const parts = await Promise.all((content as ContentPart[]).map(async (p) => {
     if (!isAttachmentPart(p)) return canonicalPart(p, null) as unknown as ContentPart;
     const bytes = bytesOf(p);
     const id = await partId(p);
-    const part = withFacts(p);
-    if (bytes && id) attachments.push({ id, bytes, part });
+    const { part, facts: read } = withFacts(p);
+    if (bytes && id) attachments.push({ id, bytes, part, facts: read ?? {} });
     const facts = { ...(id !== null && part.mediaType !== undefined ? { mediaType: part.mediaType } : {}), ...(part.size !== undefined ? { size: part.size } : {}), ...(part.type === 'image' && part.width !== undefined ? { width: part.width, height: part.height } : {}),
       ...(part.type === 'file' && part.pages !== undefined ? { pages: part.pages } : {}), ...(part.type === 'audio' && part.durationMs !== undefined ? { durationMs: part.durationMs } : {}) };
     return { ...canonicalPart(p, id), ...facts } as ContentPart;
@@ -278,28 +279,8 @@ export async function partId(p: AttachmentPart): Promise<string | null> {
 /** SHA-256 of what makes a message itself (not its id or time): the reconciliation key when there is no id. */
 export async function contentHash(m: ChatMessage): Promise<string> {
   const content = await hashedContent(m.content);
-  const canonical = JSON.stringify([m.role, m.name ?? null, content, m.toolCalls ?? null, m.toolCallId ?? null]);
-  const digest = await crypto.subtle.digest('SHA-256', encoder.encode(canonical));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+  return sha256Hex(encoder.encode(JSON.stringify([m.role, m.name ?? null, content, m.toolCalls ?? null, m.toolCallId ?? null])));
 }
 
-/** A short description of a value for error messages. */
-export function describe(value: unknown): string {
-  if (value === null) return 'null';
-  // Array.isArray throws on a revoked Proxy.
-  try {
-    if (Array.isArray(value)) return 'an array';
-  } catch {
-    return 'a value that cannot be inspected';
-  }
-  if (typeof value === 'string') {
-    // Quoted as data on one line (it may end up in a prompt through an error message), cut at a code point.
-    const cut = Array.from(value.slice(0, 41)).slice(0, 40).join('');
-    const shown = JSON.stringify(inline(cut.length < value.length ? cut : value));
-    return cut.length < value.length ? `a string ${shown.slice(0, -1)}…"` : shown;
-  }
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'symbol') return 'a symbol';
-  return `${typeof value} ${String(value)}`;
-}
+// Where the other helpers here (and common/parts.ts) look for it: it moved beside inline(), which it uses.
+export { describe } from './as-data.js';

@@ -2,8 +2,8 @@
 // per kind, typed errors that say how to fix them); an attachment's bytes are decoded once and kept beside the part
 // they came with, so the part itself stays as the caller wrote it (a base64 string stays that string).
 import { PagewiseError } from '../contracts/errors.js';
-import { inline } from './as-data.js';
-import { probeMedia, sniffMediaType } from './media-probe.js';
+import { describe, inline } from './as-data.js';
+import { type MediaFacts, probeMedia, sniffMediaType } from './media-probe.js';
 import type { AttachmentPart, ChatMessage, ContentPart, ReasoningContentPart } from '../contracts/types.js';
 
 const MODULE = 'messages';
@@ -27,13 +27,6 @@ function fail(code: Code, path: string, message: string): never {
   throw new PagewiseError(code, MODULE, `${path}: ${message}`, { path });
 }
 
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(inline(value.length > 40 ? `${value.slice(0, 40)}…` : value));
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`;
-}
-
 /** Whether `part` holds an attachment (image, file, audio). */
 export function isAttachmentPart(part: ContentPart): part is AttachmentPart {
   return part.type === 'image' || part.type === 'file' || part.type === 'audio';
@@ -42,6 +35,12 @@ export function isAttachmentPart(part: ContentPart): part is AttachmentPart {
 /** The parts of a content (a string is one text part). */
 export function partsOf(content: ChatMessage['content']): ContentPart[] {
   return typeof content === 'string' ? [{ type: 'text', text: content }] : Array.isArray(content) ? content : [];
+}
+
+/** Parts as content: text alone is one string (as stored before parts existed, and hashed so), '' for none. */
+export function contentOf(parts: ContentPart[]): ChatMessage['content'] {
+  if (parts.every((p) => p.type === 'text')) return parts.map((p) => (p as { text: string }).text).join('\n');
+  return parts;
 }
 
 /** Whether a content holds anything but text parts. */
@@ -120,7 +119,7 @@ function decodeData(text: string, path: string, maxBytes: number): { bytes: Uint
       fail('INVALID_CONTENT', path, 'is a malformed data: URL: pagewise takes "data:<media type>;base64,<base64>" (a data URL that is not base64, or without a comma, is not an attachment).');
     }
     mediaType = head.slice(0, -';base64'.length).split(';')[0] || null;
-    if (mediaType !== null && !MEDIA_TYPE.test(mediaType)) fail('INVALID_CONTENT', path, `names the media type ${describeValue(mediaType)}, which is not one (type/subtype, such as image/png).`);
+    if (mediaType !== null && !MEDIA_TYPE.test(mediaType)) fail('INVALID_CONTENT', path, `names the media type ${describe(mediaType)}, which is not one (type/subtype, such as image/png).`);
     body = text.slice(comma + 1);
   }
   if (body.length % 4 !== 0 || !BASE64.test(body)) {
@@ -129,6 +128,15 @@ function decodeData(text: string, path: string, maxBytes: number): { bytes: Uint
   const size = (body.length / 4) * 3 - (body.endsWith('==') ? 2 : body.endsWith('=') ? 1 : 0);
   if (size > maxBytes) tooLarge(path, size, maxBytes);
   return { bytes: fromBase64(body), mediaType };
+}
+
+/**
+ * An attachment's bytes as another replica or an export carries them (base64, with their media type), decoded and
+ * checked as a part's would be.
+ */
+export function decodeAttachment(data: unknown, mediaType: unknown, path: string, maxBytes: number): { bytes: Uint8Array; mediaType: string } {
+  const part = validatePart({ type: 'file', data, mediaType }, path, maxBytes) as AttachmentPart;
+  return { bytes: bytesOf(part)!, mediaType: part.mediaType! };
 }
 
 function tooLarge(path: string, size: number, maxBytes: number): never {
@@ -140,19 +148,19 @@ function tooLarge(path: string, size: number, maxBytes: number): never {
 // ---------------------------------------------------------------------------------------------
 
 function text(value: unknown, path: string, max = Number.MAX_SAFE_INTEGER): string {
-  if (typeof value !== 'string') fail('INVALID_CONTENT', path, `must be a string (got ${describeValue(value)}).`);
+  if (typeof value !== 'string') fail('INVALID_CONTENT', path, `must be a string (got ${describe(value)}).`);
   if (LONE_SURROGATE.test(value)) fail('INVALID_CONTENT', path, 'is not well-formed Unicode (it holds a lone UTF-16 surrogate). Pass valid text; String.prototype.toWellFormed() repairs it.');
   if (value.length > max) fail('INVALID_CONTENT', path, `is longer than ${max} characters.`);
   return value;
 }
 
 function count(value: unknown, path: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail('INVALID_CONTENT', path, `must be a whole number of at least 1 (got ${describeValue(value)}).`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) fail('INVALID_CONTENT', path, `must be a whole number of at least 1 (got ${describe(value)}).`);
   return value;
 }
 
 function readPart(raw: unknown, path: string): Record<string, unknown> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('INVALID_CONTENT', path, `must be a content part object such as { type: 'text', text } (got ${describeValue(raw)}).`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('INVALID_CONTENT', path, `must be a content part object such as { type: 'text', text } (got ${describe(raw)}).`);
   try {
     return { ...raw };
   } catch (cause) {
@@ -167,7 +175,7 @@ function readBytes(value: unknown, path: string, maxBytes: number): { bytes: Uin
     if (value.byteLength > maxBytes) tooLarge(path, value.byteLength, maxBytes);
     return { bytes: new Uint8Array(value.slice(0)), mediaType: null };
   }
-  return fail('INVALID_CONTENT', path, `must be base64, a data: URL, a Uint8Array or an ArrayBuffer (got ${describeValue(value)}).`);
+  return fail('INVALID_CONTENT', path, `must be base64, a data: URL, a Uint8Array or an ArrayBuffer (got ${describe(value)}).`);
 }
 
 function readUrl(value: unknown, path: string): string {
@@ -176,13 +184,13 @@ function readUrl(value: unknown, path: string): string {
   try {
     scheme = new URL(url).protocol;
   } catch { /* not a URL: refused below */ }
-  if (scheme !== 'https:' && scheme !== 'http:') fail('INVALID_CONTENT', path, `must be an https: or http: URL the provider can fetch (got ${describeValue(url)}); send bytes as data instead.`);
+  if (scheme !== 'https:' && scheme !== 'http:') fail('INVALID_CONTENT', path, `must be an https: or http: URL the provider can fetch (got ${describe(url)}); send bytes as data instead.`);
   return url;
 }
 
 function readMediaType(value: unknown, path: string): string {
   const type = text(value, path, 255).toLowerCase();
-  if (!MEDIA_TYPE.test(type)) fail('INVALID_CONTENT', path, `must be a media type such as image/png or application/pdf (got ${describeValue(value)}).`);
+  if (!MEDIA_TYPE.test(type)) fail('INVALID_CONTENT', path, `must be a media type such as image/png or application/pdf (got ${describe(value)}).`);
   return type;
 }
 
@@ -196,7 +204,7 @@ function attachmentFacts(p: Record<string, unknown>, out: AttachmentPart, path: 
   if (p.caption !== undefined) out.caption = text(p.caption, `${path}.caption`);
   if (out.type === 'image') {
     if (p.detail !== undefined) {
-      if (p.detail !== 'auto' && p.detail !== 'low' && p.detail !== 'high') fail('INVALID_CONTENT', `${path}.detail`, `must be 'auto', 'low' or 'high' (got ${describeValue(p.detail)}).`);
+      if (p.detail !== 'auto' && p.detail !== 'low' && p.detail !== 'high') fail('INVALID_CONTENT', `${path}.detail`, `must be 'auto', 'low' or 'high' (got ${describe(p.detail)}).`);
       out.detail = p.detail;
     }
     if (p.width !== undefined) out.width = count(p.width, `${path}.width`);
@@ -210,7 +218,7 @@ function attachmentFacts(p: Record<string, unknown>, out: AttachmentPart, path: 
 function mediaTypeOf(kind: AttachmentPart['type'], given: string | null, bytes: Uint8Array, path: string): string {
   const type = given ?? sniffMediaType(bytes) ?? (kind === 'file' ? 'application/octet-stream' : null);
   if (type === null) fail('INVALID_CONTENT', `${path}.mediaType`, `is needed: the bytes are not a format pagewise recognizes (PNG, JPEG, GIF, WebP, BMP; WAV, MP3, OGG, FLAC). Say what they are, e.g. mediaType: '${kind === 'image' ? 'image/avif' : 'audio/aac'}'.`);
-  if (kind !== 'file' && !type.startsWith(`${kind}/`)) fail('INVALID_CONTENT', `${path}.mediaType`, `is ${describeValue(type)}, not an ${kind} type; send it as a { type: 'file' } part.`);
+  if (kind !== 'file' && !type.startsWith(`${kind}/`)) fail('INVALID_CONTENT', `${path}.mediaType`, `is ${describe(type)}, not an ${kind} type; send it as a { type: 'file' } part.`);
   return type;
 }
 
@@ -245,7 +253,7 @@ function attachmentPart(kind: AttachmentPart['type'], p: Record<string, unknown>
 }
 
 function hashId(value: unknown, path: string): string {
-  if (typeof value !== 'string' || !HASH.test(value)) fail('INVALID_CONTENT', path, `must be a stored attachment's id (64 hex digits, as memory.turns() gives it; got ${describeValue(value)}).`);
+  if (typeof value !== 'string' || !HASH.test(value)) fail('INVALID_CONTENT', path, `must be a stored attachment's id (64 hex digits, as memory.turns() gives it; got ${describe(value)}).`);
   return value;
 }
 
@@ -265,21 +273,24 @@ export function validatePart(raw: unknown, path: string, maxAttachmentBytes: num
     case 'image': case 'file': case 'audio': return attachmentPart(p.type, p, path, maxAttachmentBytes);
     case 'reasoning': return reasoningPart(p, path);
     default:
-      return fail('INVALID_CONTENT', `${path}.type`, `is ${describeValue(p.type)}; pagewise keeps ${KINDS.map((k) => `'${k}'`).join(', ')} parts. Convert provider blocks to one of these (an image_url part is { type: 'image', data | url }).`);
+      return fail('INVALID_CONTENT', `${path}.type`, `is ${describe(p.type)}; pagewise keeps ${KINDS.map((k) => `'${k}'`).join(', ')} parts. Convert provider blocks to one of these (an image_url part is { type: 'image', data | url }).`);
   }
 }
 
-/** Facts read from a part's bytes (dimensions, pages, duration) where the caller did not give them. */
-export function withFacts<T extends AttachmentPart>(part: T): T {
+/**
+ * Facts read from a part's bytes (dimensions, pages, duration) where the caller did not give them, and what the bytes
+ * said (the attachment's own facts: what the store keeps, whatever the part says).
+ */
+export function withFacts<T extends AttachmentPart>(part: T): { part: T; facts: MediaFacts | null } {
   const bytes = bytesOf(part);
-  if (!bytes || !part.mediaType) return part;
+  if (!bytes || !part.mediaType) return { part, facts: null };
   const facts = probeMedia(bytes, part.mediaType);
   const out = { ...part };
   if (out.type === 'image' && facts.width && facts.height && out.width === undefined && out.height === undefined) Object.assign(out, { width: facts.width, height: facts.height });
   if (out.type === 'file' && facts.pages && out.pages === undefined) Object.assign(out, { pages: facts.pages });
   if (out.type === 'audio' && facts.durationMs && out.durationMs === undefined) Object.assign(out, { durationMs: facts.durationMs });
   decoded.set(out, bytes);
-  return out;
+  return { part: out, facts };
 }
 
 // ---------------------------------------------------------------------------------------------

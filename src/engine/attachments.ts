@@ -2,7 +2,7 @@
 // sent to a model again gets its bytes back, and memory.attachment() reads them.
 import { PagewiseError } from '../contracts/errors.js';
 import { describe, partId, readArray, readRecord, storedContent, validateConversationId } from '../common/messages.js';
-import { bytesOf, isAttachmentPart, partsOf, sha256Hex, toBase64, validatePart } from '../common/parts.js';
+import { bytesOf, decodeAttachment, isAttachmentPart, partsOf, sha256Hex, toBase64 } from '../common/parts.js';
 import type { AttachmentInfo, AttachmentStore, NewAttachment } from '../store/attachment-store.js';
 import type { HistoryItem } from '../assembly/assembler.js';
 import type { Attachment } from '../contracts/types-data.js';
@@ -68,7 +68,8 @@ export async function toStored(message: ChatMessage, store: AttachmentStore): Pr
   const refs = [...new Set((content as ContentPart[]).flatMap((p) => (isAttachmentPart(p) && p.attachment ? [p.attachment] : [])))];
   return {
     message: { ...message, content },
-    attachments: attachments.map((a) => ({ id: a.id, mediaType: a.part.mediaType ?? 'application/octet-stream', bytes: a.bytes })),
+    // What the bytes said when the stored form was made: the attachment's facts, read once.
+    attachments: attachments.map((a) => ({ id: a.id, mediaType: a.part.mediaType ?? 'application/octet-stream', bytes: a.bytes, facts: a.facts })),
     refs,
   };
 }
@@ -100,7 +101,7 @@ const absent = (p: AttachmentPart): ContentPart => ({ type: 'text', text: `[${p.
  */
 export async function withBytes(messages: readonly ChatMessage[], store: AttachmentStore): Promise<ChatMessage[]> {
   const cache = new Map<string, string | null>();
-  const bytesOf = async (id: string) => {
+  const base64Of = async (id: string) => {
     if (!cache.has(id)) {
       const found = await store.read(id);
       cache.set(id, found ? toBase64(found.bytes) : null);
@@ -111,7 +112,7 @@ export async function withBytes(messages: readonly ChatMessage[], store: Attachm
     if (!Array.isArray(m.content) || !m.content.some((p) => isAttachmentPart(p) && p.attachment && p.data === undefined)) return m;
     const content = await Promise.all(m.content.map(async (p): Promise<ContentPart> => {
       if (!isAttachmentPart(p) || !p.attachment || p.data !== undefined) return p;
-      const data = await bytesOf(p.attachment);
+      const data = await base64Of(p.attachment);
       return data === null ? absent(p) : { ...p, data };
     }));
     return { ...m, content };
@@ -136,12 +137,11 @@ export async function readAttachments(value: unknown, maxBytes: number): Promise
     if (!a || typeof a.id !== 'string' || !HASH.test(a.id) || typeof a.mediaType !== 'string') {
       throw new PagewiseError('INVALID_ARGUMENT', 'data', `${path} must be { id, mediaType, size, data } as memory.export() writes it (got ${describe(raw)}).`, { path });
     }
-    const part = validatePart({ type: 'file', data: a.data, mediaType: a.mediaType }, path, maxBytes);
-    const bytes = bytesOf(part as AttachmentPart)!;
+    const { bytes, mediaType } = decodeAttachment(a.data, a.mediaType, path, maxBytes);
     if ((await sha256Hex(bytes)) !== a.id) {
       throw new PagewiseError('INVALID_ARGUMENT', 'data', `${path}.data does not match its id ${describe(a.id)} (the bytes changed); nothing was imported.`, { path: `${path}.data` });
     }
-    out.set(a.id, { id: a.id, mediaType: part.type === 'file' && part.mediaType ? part.mediaType : a.mediaType, bytes });
+    out.set(a.id, { id: a.id, mediaType, bytes });
     // A large import's hashing leaves room for other calls.
     await new Promise<void>((ok) => setTimeout(ok, 0));
   }

@@ -5,8 +5,8 @@ import { MISSING_PER_ASK, readCursor, readReplicaId } from './sync-changes.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { MAX_BATCH_TURNS, readConversationFilter } from '../common/sync.js';
 import { DEFAULT_MAX_ATTACHMENT_BYTES, contentHash, describe, messageText, parseIsoDate, readArray, readRecord, storedContent, validateConversationId, validateMessage } from '../common/messages.js';
-import { bytesOf, isAttachmentPart, validatePart } from '../common/parts.js';
-import type { AttachmentPart, ChatMessage } from '../contracts/types.js';
+import { decodeAttachment, isAttachmentPart } from '../common/parts.js';
+import type { ChatMessage } from '../contracts/types.js';
 import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
@@ -116,10 +116,9 @@ function readPiece(raw: unknown, path: string): IncomingPiece {
   // An attachment over this replica's limit is refused when applied (not the batch): its pieces are checked as pieces.
   const size = int(p.size, `${path}.size`, 1);
   const start = int(p.start, `${path}.start`, 0);
-  const part = validatePart({ type: 'file', data: p.data, mediaType: p.mediaType }, path, Math.min(size, DEFAULT_MAX_ATTACHMENT_BYTES * 4));
-  const bytes = bytesOf(part as AttachmentPart)!;
+  const { bytes, mediaType } = decodeAttachment(p.data, p.mediaType, path, Math.min(size, DEFAULT_MAX_ATTACHMENT_BYTES * 4));
   if (start + bytes.length > size) invalid(`${path}.data`, `runs past the attachment's size (${start} + ${bytes.length} > ${size}).`);
-  return { id: p.id as string, mediaType: (part as AttachmentPart).mediaType!, size, start, bytes };
+  return { id: p.id as string, mediaType, size, start, bytes };
 }
 
 /** The batch, checked whole and copied (turns hashed and verified); INVALID_ARGUMENT at the first bad field. */

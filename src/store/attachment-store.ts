@@ -22,6 +22,8 @@ export interface NewAttachment {
   id: string;
   mediaType: string;
   bytes: Uint8Array;
+  /** What the bytes say of themselves, where the caller read it already (else read here: a PDF's pages take a scan). */
+  facts?: MediaFacts;
 }
 
 const toBytes = (v: SqlValue | ArrayBuffer): Uint8Array => (v instanceof Uint8Array ? v : v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(0));
@@ -50,7 +52,7 @@ export function pieceStatements(piece: number, id: string, start: number, bytes:
 export function completeStatement(a: NewAttachment, nowIso: string): Statement {
   return {
     sql: 'INSERT OR IGNORE INTO attachments (id, media_type, size, facts, created_at) VALUES (?, ?, ?, ?, ?)',
-    params: [a.id, a.mediaType, a.bytes.length, JSON.stringify(probeMedia(a.bytes, a.mediaType)), nowIso],
+    params: [a.id, a.mediaType, a.bytes.length, JSON.stringify(a.facts ?? probeMedia(a.bytes, a.mediaType)), nowIso],
   };
 }
 

@@ -6,7 +6,7 @@ import type {
   LanguageModelV4Content, LanguageModelV4FilePart, LanguageModelV4Prompt, LanguageModelV4StreamPart, SharedV4ProviderMetadata,
 } from '@ai-sdk/provider';
 import { contentText } from '../common/messages.js';
-import { isAttachmentPart, partsOf } from '../common/parts.js';
+import { contentOf, isAttachmentPart, partsOf } from '../common/parts.js';
 import type { AttachmentPart, ChatMessage, ContentPart, ReasoningContentPart, ToolCall } from '../contracts/types.js';
 
 export type PromptMessage = LanguageModelV4Prompt[number];
@@ -33,12 +33,6 @@ export function toolArguments(input: unknown): string {
   } catch {
     return input;
   }
-}
-
-/** A part list as content: text alone stays a string (as stored before parts existed), as pagewise's proxy does. */
-export function contentOf(parts: ContentPart[]): ChatMessage['content'] {
-  if (parts.every((p) => p.type === 'text')) return parts.map((p) => (p as { text: string }).text).join('\n');
-  return parts;
 }
 
 /** A message with something to store: text, an attachment or a tool call (reasoning alone is not). */

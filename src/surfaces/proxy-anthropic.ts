@@ -1,8 +1,8 @@
 // Anthropic messages for the proxy: request messages read as pagewise messages (text, image, document, thinking and
 // redacted_thinking blocks; tool_use as tool calls; each tool_result as a tool message), a stored turn written back,
 // memory joined to the top-level system prompt, and replies — plain or streamed — read for storing.
-import { fromBase64, toBase64 } from '../common/parts.js';
-import { type Json, type Protocol, type StreamReader, base64Of, blockOf, checkContent, contentOf, fail, isObject, joinSystem, jsonText, keptBlock, referenceOf } from './proxy-protocols.js';
+import { contentOf, fromBase64, toBase64 } from '../common/parts.js';
+import { type Json, type Protocol, type StreamReader, base64Of, blockOf, checkContent, fail, isObject, joinSystem, jsonText, keptBlock, referenceOf } from './proxy-protocols.js';
 import { describe } from '../common/messages.js';
 import type { AttachmentPart, ChatMessage, ContentPart, ToolCall } from '../contracts/types.js';
 

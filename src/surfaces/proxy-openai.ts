@@ -1,8 +1,8 @@
 // OpenAI chat completions for the proxy: request messages read as pagewise messages (text, image_url, input_audio,
 // file parts; tool calls; `reasoning_content` as reasoning), a stored turn written back, memory joined to the first
 // system (or developer) message, and replies — plain or streamed — read for storing.
-import { isAttachmentPart } from '../common/parts.js';
-import { type Json, type Protocol, type StreamReader, base64Of, blockOf, checkContent, contentOf, fail, isObject, jsonText, joinSystem, keptBlock, optionalString, referenceOf } from './proxy-protocols.js';
+import { contentOf, isAttachmentPart } from '../common/parts.js';
+import { type Json, type Protocol, type StreamReader, base64Of, blockOf, checkContent, fail, isObject, jsonText, joinSystem, keptBlock, optionalString, referenceOf } from './proxy-protocols.js';
 import { describe } from '../common/messages.js';
 import type { AttachmentPart, ChatMessage, ContentPart, ToolCall } from '../contracts/types.js';
 

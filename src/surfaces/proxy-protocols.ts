@@ -50,13 +50,6 @@ export interface Protocol {
   stream(): StreamReader;
 }
 
-/** A part list as content: text alone stays a string (as stored before parts existed), '' for none. */
-export function contentOf(parts: ContentPart[]): ChatMessage['content'] {
-  if (parts.length === 0) return '';
-  if (parts.every((p) => p.type === 'text')) return parts.map((p) => (p as { text: string }).text).join('\n');
-  return parts;
-}
-
 /** A string field of caller input, or undefined; a 400 for any other type. */
 export function optionalString(v: unknown, path: string): string | undefined {
   if (v === undefined || v === null) return undefined;
