@@ -113,7 +113,8 @@ export function memoryMiddleware(options: MemoryMiddlewareOptions): LanguageMode
       // Only a system prompt before the new message: the history comes from memory (the app sends only the new one).
       const fromMemory = before.every((m) => m.role === 'system');
       const ctx = await memory.onMessageInbound({
-        conversationId, message, rewriteHistory: false, ...recall, ...(after.length > 0 ? { after } : {}),
+        // The prompt is the conversation as the app holds it: an edited message or a regenerated reply moves memory to that branch.
+        conversationId, message, rewriteHistory: false, wholeHistory: true, ...recall, ...(after.length > 0 ? { after } : {}),
         ...(fromMemory ? {} : { history: converted.slice(0, last).flat() }),
         ...(model.provider.includes('anthropic') ? { mediaTokens: 'anthropic' as const } : {}),
       });

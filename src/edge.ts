@@ -20,7 +20,7 @@ export { SYNC_PATH, remoteMemory, syncEndpoint, type RemoteMemory, type RemoteMe
 export type * from './contracts/types-sync.js';
 
 // Calls that leave background work (tagging is done inline; compaction and vectors are not).
-const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries', 'applySync']);
+const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries', 'applySync', 'checkout']);
 // When the alarm that finishes background work fires: after the calls of a burst, not during them.
 const ALARM_MS = 5_000;
 // Turns of compaction per event (a write's background work, or one alarm): ~0.6 ms of CPU per turn at 50,000 turns

@@ -22,5 +22,6 @@ export { memoryTools } from './engine/tools.js';
 export type { CostLine, CostReport } from './llm/ledger.js';
 export type * from './contracts/types.js';
 export type * from './contracts/types-sync.js';
+export type * from './contracts/types-branches.js';
 export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';
 export { SYNC_PATH, remoteMemory, syncEndpoint, type RemoteMemory, type RemoteMemoryOptions, type SyncEndpointOptions } from './surfaces/sync-http.js';

@@ -52,6 +52,8 @@ export interface AssemblyInput {
   history: HistoryItem[];
   /** Whether `history` reaches back to the start of the conversation. */
   historyComplete: boolean;
+  /** Recall reaches past the history (other branches): it runs even when the whole history fits. */
+  beyondHistory?: boolean;
   message: HistoryItem;
   /** Messages after the new one (this round's tool calls and results): sent whole after it, like it never dropped. */
   after: HistoryItem[];
@@ -256,6 +258,7 @@ function recallEntries(placement: AssemblyInput['placement'], recalled: Awaited<
       tags: block.tags,
       ...(turns.some((t) => view.partial.has(t)) ? { partialIds: turns.filter((t) => view.partial.has(t)).map((t) => t.id) } : {}),
       reason: neighbour ? `${block.reason}; with the turns that complete it` : block.reason,
+      ...(block.otherBranch ? { otherBranch: true as const } : {}),
     });
   }
   for (const block of found.blocks) {
@@ -308,7 +311,7 @@ function historyEntries(input: AssemblyInput, start: number, recent: ReturnType<
  * complete them, then their neighbours, while the recall budget lasts. The final blocks are counted whole, so
  * `total ≤ available` holds exactly.
  */
-export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal'>> {
+export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal' | 'head'>> {
   const { tokenizer, history } = input;
   const budget = budgetOf(input);
   const { available, prefixTokens } = budget;
@@ -318,8 +321,9 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   const recent = protectRecent(history, input.protectedRecentTurns, budget);
   let start = recent.start;
   let memory = NO_MEMORY;
-  // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall.
-  if (budget.fitsAll && !input.compacted) {
+  // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall
+  // (and so do the branches the conversation left, when asked for).
+  if (budget.fitsAll && !input.compacted && !input.beyondHistory) {
     start = 0;
   } else {
     let left = recent.left;

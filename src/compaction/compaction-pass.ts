@@ -149,6 +149,8 @@ export class CompactionPass {
     const state = await summaries.state(conversationId);
     // Another compaction got here first: its summary stands.
     if (Math.max(before.prefixEnd, state?.watermark ?? 0) !== seg.firstSeq) return null;
+    // The conversation moved to another branch meanwhile: these positions hold other turns now.
+    if ((await summaries.turnIds(conversationId, seg.firstSeq, seg.lastSeq)).join('\u0000') !== turns.filter((t) => t.role !== 'system').map((t) => t.id).join('\u0000')) return null;
     const x: NewSummary = {
       id: newId(), conversationId, kind: 'segment', level: 1, firstSeq: seg.firstSeq, lastSeq: seg.lastSeq,
       from: turns[0]?.createdAt ?? new Date().toISOString(), to: turns[turns.length - 1]?.createdAt ?? new Date().toISOString(),

@@ -54,6 +54,11 @@ export function createSummaryStore(driver: StorageDriver) {
      * Tokens of the turns from `fromSeq` on, from the count cache (markup included), and how many turns they are;
      * null when some are not cached.
      */
+    /** The ids of the non-system turns at positions `from`…`to` now (a move to another branch changes them). */
+    async turnIds(conversationId: string, from: number, to: number): Promise<string[]> {
+      return (await driver.query<{ id: string }>("SELECT id FROM turns WHERE conversation_id = ? AND seq BETWEEN ? AND ? AND role <> 'system' ORDER BY seq", [conversationId, from, to])).map((r) => r.id);
+    },
+
     async turnTokensFrom(conversationId: string, fromSeq: number, encoding: string, perMessage: number): Promise<{ tokens: number; turns: number } | null> {
       const rows = await driver.query<{ n: number; counted: number; tokens: number | null }>(
         `SELECT COUNT(*) AS n, COUNT(c.tokens) AS counted, SUM(c.tokens) AS tokens FROM turns t

@@ -8,7 +8,7 @@ import type { AliasApi } from './types-data.js';
  * where it is called, over the three sync methods: `withSync` in common/sync.ts adds it).
  */
 export const MEMORY_METHODS = [
-  'onMessageInbound', 'onTurnComplete', 'conversations', 'turns', 'attachment', 'tags', 'topics', 'compact', 'flush', 'summaries',
+  'onMessageInbound', 'onTurnComplete', 'conversations', 'turns', 'branches', 'checkout', 'attachment', 'tags', 'topics', 'compact', 'flush', 'summaries',
   'regenerateSummaries', 'pin', 'unpin', 'pins', 'tools', 'callTool', 'embeddingStatus', 'costReport', 'forget',
   'export', 'import', 'exportDatabase', 'syncState', 'syncChanges', 'applySync',
 ] as const satisfies readonly (keyof Memory)[];

@@ -1,5 +1,6 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
 import type { AliasApi, Attachment, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
+import type { BranchList } from './types-branches.js';
 import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState } from './types-sync.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
@@ -13,8 +14,20 @@ export interface Memory {
   onTurnComplete(input: TurnInput): Promise<TurnReport>;
   /** Stored conversations, most recently updated first. */
   conversations(): Promise<ConversationInfo[]>;
-  /** Stored turns of a conversation in order, from `from` (seq, default 0), at most `limit` (default 1000). */
-  turns(conversationId: string, range?: { from?: number; limit?: number }): Promise<StoredTurn[]>;
+  /**
+   * Stored turns of the conversation's current branch in order (the path from its start to the head), from `from`
+   * (seq, default 0), at most `limit` (default 1000). `branch`: another branch's path instead — the one through that
+   * message, up to its tip — without switching to it.
+   */
+  turns(conversationId: string, range?: { from?: number; limit?: number; branch?: string }): Promise<StoredTurn[]>;
+  /** The conversation's tree: its branches (where each forks, its tip, size, times), the places with alternatives, the head. */
+  branches(conversationId: string): Promise<BranchList>;
+  /**
+   * Makes the branch through `messageId` current (an edit's "1 of 2" arrows): the path to that message, then on to the
+   * message written last below it. Everything reads the current branch; nothing is deleted. Syncs as the later of
+   * this and the last message written.
+   */
+  checkout(conversationId: string, messageId: string): Promise<BranchList>;
   /**
    * The bytes of an attachment a turn of the conversation refers to (a part's `attachment` id), base64; NOT_FOUND
    * when no turn of it does, or its bytes are not on this device (yet).

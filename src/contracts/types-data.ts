@@ -11,6 +11,8 @@ export interface ForgetInput {
   messageIds?: string[];
   /** A tag (any spelling its aliases know): every exchange (unit) carrying it. */
   tag?: string;
+  /** A message id: it and every message after it on any branch through it (drop an abandoned branch by its `start`). */
+  branch?: string;
 }
 
 /** What `forget` removed. Derived data of the conversation (tags, summaries, vectors) is rebuilt without it. */
@@ -45,14 +47,21 @@ export interface ExportedTurn {
   toolCallId?: string;
   createdAt: string;
   private?: true;
+  /**
+   * On a branch other than the conversation's first (an edit or a regeneration forked it): the id of its branch's
+   * first message, and the message that branch follows ('' : the conversation's start).
+   */
+  branch?: { start: string; after: string };
 }
 
 export interface ExportedConversation {
   id: string;
   createdAt: string;
   updatedAt: string;
-  /** Every stored message, in order. */
+  /** Every stored message, every branch, in the order they were written (the current branch's are those on the path to `head`). */
   turns: ExportedTurn[];
+  /** The message the conversation is at (`memory.branches().head`), when it is not the last one written. */
+  head?: string | null;
   pins: { messageId: string; pinnedAt: string }[];
   /** The conversation's own manual aliases. */
   aliases: { alias: string; tag: string; createdAt: string }[];

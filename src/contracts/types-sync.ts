@@ -77,6 +77,21 @@ export interface SyncTurn extends Omit<ExportedTurn, 'private'> {
   /** The replica the turn was first written on, and its order key there (the converged order's first key). */
   origin: string;
   ord: number;
+  /** On a branch other than the first: the branch the one it follows is on, and that message's order key (so the branch keeps its place where that message never arrives). */
+  fork?: { branch: string; ord: number };
+}
+
+/**
+ * A conversation's checkout, as it travels: the message a user switched to ('' : the start), at the conversation's
+ * clock. Every replica's head is the later of it and the last message written (by order key), so the branch a person
+ * was last on is current everywhere.
+ */
+export interface SyncHead {
+  conversationId: string;
+  messageId: string;
+  ord: number;
+  origin: string;
+  at: string;
 }
 
 /**
@@ -135,6 +150,8 @@ export interface SyncBatch {
   /** Pins and aliases travel whole with the last batch (`more: false`). */
   pins: SyncPin[];
   aliases: SyncAlias[];
+  /** Checkouts, whole with the last batch. */
+  heads?: SyncHead[];
   /** Pieces of attachments' bytes, when the request asked for them (then the batch carries no turns). */
   attachments?: SyncAttachmentPiece[];
 }

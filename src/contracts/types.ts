@@ -1,5 +1,6 @@
 /**
- * The contract file: messages, the two hooks' inputs and results; the tokenizer seam and the options are in
+ * The contract file: the two hooks' inputs and results (messages and their parts are in types-messages.ts, a
+ * conversation's branches in types-branches.ts); the tokenizer seam and the options are in
  * types-options.ts, the storage driver seam in types-storage.ts, the tagging and LLM seams in seams.ts, compaction's
  * shapes in types-compaction.ts and the embedder seam in types-embed.ts (all re-exported). The data-control, tag and
  * cost shapes are in types-data.ts.
@@ -20,153 +21,8 @@ export type * from './types-options.js';
 // ---------------------------------------------------------------------------------------------
 
 /** Who wrote a message. `tool` messages answer an assistant's tool call and need `toolCallId`. */
-export type Role = 'system' | 'user' | 'assistant' | 'tool';
-
-/** A text part of a multi-part message. */
-export interface TextContentPart {
-  type: 'text';
-  text: string;
-}
-
-/** An attachment's bytes as a caller may give them: base64, a `data:` URL, or the bytes themselves. */
-export type AttachmentData = string | Uint8Array | ArrayBuffer;
-
-/**
- * What image, file and audio parts share. A part carries its bytes (`data`), a URL the provider fetches (`url`), or a
- * stored attachment's id (`attachment`). Bytes are stored once per content hash, beside the turns (deduplicated,
- * exported, synced, removed by forget), and come back as `attachment` and `size`: `memory.attachment()` reads them.
- */
-export interface AttachmentFields {
-  /**
-   * The bytes: base64, a `data:` URL, a Uint8Array or an ArrayBuffer. Stored turns sent again (`ctx.messages`) carry
-   * them as base64; the caller's own messages keep what the caller gave.
-   */
-  data?: AttachmentData;
-  /** A URL the provider fetches (`https:`, `http:`): kept as it is, no bytes stored. */
-  url?: string;
-  /** A stored attachment's id (the SHA-256 of its bytes, hex): set by pagewise; pass it back instead of the bytes. */
-  attachment?: string;
-  /** IANA media type (`image/png`, `application/pdf`, `audio/wav`); read from a `data:` URL or the bytes when absent. */
-  mediaType?: string;
-  /** A file name, shown where the attachment is recalled. */
-  name?: string;
-  /**
-   * What the attachment says in words, as the caller supplies it: alt text or a caption, a document's extracted text,
-   * a transcript. Searchable like any turn's text, and shown where the attachment is recalled.
-   */
-  caption?: string;
-  /** Its size in bytes: set by pagewise. */
-  size?: number;
-}
-
-/** An image (OpenAI `image_url`, Anthropic `image`, the AI SDK's image `file` part). */
-export interface ImageContentPart extends AttachmentFields {
-  type: 'image';
-  /** OpenAI's detail level; `low` costs 85 tokens whatever the size. */
-  detail?: 'auto' | 'low' | 'high';
-  /** Pixels, read from the bytes when pagewise has them (they decide what the image costs in tokens). */
-  width?: number;
-  height?: number;
-}
-
-/** A document or any other file (a PDF: OpenAI `file`, Anthropic `document`). */
-export interface FileContentPart extends AttachmentFields {
-  type: 'file';
-  /** A PDF's pages, read from the bytes. */
-  pages?: number;
-}
-
-/** Audio (OpenAI `input_audio`). */
-export interface AudioContentPart extends AttachmentFields {
-  type: 'audio';
-  /** Its length, read from a WAV's header. */
-  durationMs?: number;
-}
-
-/**
- * A model's reasoning (Anthropic `thinking` with its signature, or `redacted_thinking`; the AI SDK's `reasoning`):
- * kept apart from the reply's text, never searched or recalled as what was said (unless `recallReasoning` asks), and
- * given back unchanged for the providers that require it in a tool loop.
- */
-export interface ReasoningContentPart {
-  type: 'reasoning';
-  /** The reasoning text ('' when only encrypted). */
-  text: string;
-  /** The provider's signature over it (Anthropic requires it back unchanged). */
-  signature?: string;
-  /** Reasoning the provider gave encrypted (Anthropic `redacted_thinking`'s `data`). */
-  encrypted?: string;
-}
-
-/** A part that holds an attachment: an image, a file or audio. */
-export type AttachmentPart = ImageContentPart | FileContentPart | AudioContentPart;
-
-/** One part of a message's content. */
-export type ContentPart = TextContentPart | AttachmentPart | ReasoningContentPart;
-
-/** A tool call made by an assistant, in the OpenAI function-calling shape. */
-export interface ToolCall {
-  /** The call's id; the `tool` message that answers it carries the same id as `toolCallId`. */
-  id: string;
-  type: 'function';
-  function: {
-    /** The function's name. */
-    name: string;
-    /** The arguments, as the model wrote them (a JSON string). */
-    arguments: string;
-  };
-}
-
-/** A chat message as the caller sends it to (or receives it from) the LLM. */
-export interface ChatMessage {
-  /** The caller's own id. When given, it identifies the message for reconciliation and in the manifest. */
-  id?: string;
-  role: Role;
-  /**
-   * The text, or a list of parts: text, images, files, audio, reasoning. May be empty only for an assistant message
-   * that makes tool calls.
-   */
-  content: string | ContentPart[] | null;
-  /** The speaker (group chats, transcripts). Searchable: "what did Caroline say" favours Caroline's turns. */
-  name?: string;
-  /** When the message was written, ISO 8601. Without it the engine stamps the time of storage. */
-  createdAt?: string;
-  /** Tool calls made by an assistant message. */
-  toolCalls?: ToolCall[];
-  /** For `tool` messages: the id of the call this message answers. */
-  toolCallId?: string;
-  /**
-   * Private: stored and recalled verbatim, but never sent to an LLM tagger or summarizer and never quoted in a
-   * summary (a summary of its stretch says a private message was left out).
-   */
-  private?: boolean;
-}
-
-/** A message as stored: verbatim, append-only, with the engine's bookkeeping. */
-export interface StoredTurn {
-  /** The caller's id when it gave one, else an id the engine made (`pw_…`). Unique within a conversation. */
-  id: string;
-  conversationId: string;
-  /** Position in the conversation, from 0; gap-free unless messages were forgotten. */
-  seq: number;
-  role: Role;
-  name?: string;
-  /** As stored: attachments by their `attachment` id and `size`, without their bytes (`memory.attachment()`). */
-  content: string | ContentPart[] | null;
-  toolCalls?: ToolCall[];
-  toolCallId?: string;
-  /** ISO 8601 in UTC: the caller's `createdAt`, or the time of storage. */
-  createdAt: string;
-  /** Stored as private (see ChatMessage.private). */
-  private?: true;
-  /**
-   * The searchable text derived from the content: text parts joined, each attachment as a reference line (its kind,
-   * name, type, size and caption), tool calls written out. Reasoning is left out.
-   */
-  text: string;
-  /** SHA-256 of the message's role, name, content and tool fields: the reconciliation key without an id. */
-  contentHash: string;
-}
+export type * from './types-messages.js';
+import type { ChatMessage, StoredTurn } from './types-messages.js';
 
 // ---------------------------------------------------------------------------------------------
 // The two hooks
@@ -207,6 +63,24 @@ export interface InboundInput {
   recallAttachments?: boolean | number;
   /** Show recalled turns' reasoning (kept apart from their text) in the recall block. Default false. */
   recallReasoning?: boolean;
+  /**
+   * The stored message the new one follows (null: it starts the conversation over — an edit of the first message).
+   * The conversation moves there first: recall reads the path to it, never the branch the user left.
+   */
+  parentId?: string | null;
+  /**
+   * `history` (or its absence) is the conversation as the app holds it, whole or trimmed at its start: where it
+   * differs from the stored branch (an edited message, a regenerated reply), the conversation moves to the branch it
+   * describes, forking it when that branch is new. Without a history, the message starts the conversation over when
+   * the app has sent whole histories before (else memory supplies the conversation). The proxy and the AI SDK
+   * middleware set it. Default false: `history` only replaces the stored turns in the request.
+   */
+  wholeHistory?: boolean;
+  /**
+   * `'all'`: recall also searches the conversation's other branches (their words: full-text search), each such excerpt
+   * marked in the manifest. Default `'current'`: only the path to the head.
+   */
+  branches?: 'current' | 'all';
 }
 
 /** Where one message of an assembled context came from (`AssembledContext.sources`). */
@@ -227,9 +101,17 @@ export interface TurnInput {
   conversationId: string;
   /**
    * The whole history or only its tail (the last few messages). The engine stores only what is new and never
-   * stores a message twice: re-sending the same tail is a no-op.
+   * stores a message twice: re-sending the same tail is a no-op. A message whose id is stored says where the rest
+   * goes: after it — on a new branch when something else followed it (a regenerated reply, an edit).
    */
   messages: ChatMessage[];
+  /**
+   * Where `messages` attach: the id of the stored message the first one follows, or null when they start the
+   * conversation (a whole history, or an edit of its first message). Stored messages on the way are skipped; the rest
+   * continue that branch, or fork a new one where something else followed. Left out: after the stored tail they
+   * repeat, else after the head (the current branch).
+   */
+  parentId?: string | null;
 }
 
 /** What `onTurnComplete` did. */
@@ -249,6 +131,7 @@ export interface TurnReport {
    */
   compaction: CompactionReport | null;
 }
+
 
 /** The token budget of one assembled request; every figure is counted with the configured tokenizer. */
 export interface BudgetBreakdown {
@@ -336,6 +219,8 @@ export interface ManifestEntry {
   estimatedTokens?: number;
   /** Why it was included, in words. */
   reason: string;
+  /** Recalled from a branch the conversation left (an edited message, a regenerated reply): only with `branches: 'all'`. */
+  otherBranch?: true;
 }
 
 /** How a history message was compressed for sending (the stored turn is unchanged). */
@@ -386,6 +271,11 @@ export interface AssembledContext {
    * many stored turns were not embedded yet. Absent when all went as configured.
    */
   notes?: string[];
+  /**
+   * The message the conversation is at (the new message follows it): history and recall came from the path to it —
+   * the branch the user is on. null: the start.
+   */
+  head: string | null;
 }
 
 /** A conversation as listed by `memory.conversations()`. */

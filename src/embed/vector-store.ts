@@ -53,7 +53,7 @@ export function createVectorStore(driver: StorageDriver) {
   const limits = limitsOf(driver);
   /** How many of the conversation's turns are private. */
   const privateTurns = async (conversationId: string): Promise<number> => {
-    const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns INDEXED BY turns_private WHERE conversation_id = ? AND private = 1', [conversationId]);
+    const rows = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns INDEXED BY turns_private WHERE conversation_id = ? AND private = 1 AND seq >= 0', [conversationId]);
     return Number(rows[0]?.n ?? 0);
   };
   return {
@@ -82,7 +82,7 @@ export function createVectorStore(driver: StorageDriver) {
     /** Turns and summaries to embed (private turns only `withPrivate`), and those with a vector of `modelId`. */
     async counts(conversationId: string, modelId: string, withPrivate: boolean): Promise<{ total: number; embedded: number }> {
       const rows = await driver.query<{ total: number; embedded: number }>(
-        `SELECT (SELECT COUNT(*) FROM turns WHERE conversation_id = ?) + (SELECT COUNT(*) FROM summaries WHERE conversation_id = ?) AS total,
+        `SELECT (SELECT COUNT(*) FROM turns WHERE conversation_id = ? AND seq >= 0) + (SELECT COUNT(*) FROM summaries WHERE conversation_id = ?) AS total,
                 (SELECT COUNT(*) FROM embeddings WHERE conversation_id = ? AND model_id = ?) AS embedded`,
         [conversationId, conversationId, conversationId, modelId]);
       const total = Number(rows[0]?.total ?? 0) - (withPrivate ? 0 : await privateTurns(conversationId));

@@ -4,6 +4,7 @@ import { storedConversation } from './data-rows.js';
 import type { DataDeps, ExportData, ExportedConversation, ExportedTurn } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
+import { compareKeys, headOf, type TreeStore } from '../store/tree.js';
 import type { StorageDriver } from '../contracts/types.js';
 import type { Attachment } from '../contracts/types-data.js';
 import type { AttachmentInfo, AttachmentStore } from '../store/attachment-store.js';
@@ -11,7 +12,7 @@ import { toBase64 } from '../common/parts.js';
 
 const MODULE = 'data';
 
-export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' | 'serial'>) {
+export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' | 'serial' | 'tree'>) {
   const { driver, store, serial } = d;
   return {
     export(conversationId?: string): Promise<ExportData> {
@@ -20,7 +21,7 @@ export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' |
           ? (await store.conversations()).map((c) => c.id).sort()
           : [(await storedConversation(store, conversationId)).id];
         const conversations: ExportedConversation[] = [];
-        for (const id of ids) conversations.push(await exportConversation(driver, store, id));
+        for (const id of ids) conversations.push(await exportConversation(driver, store, d.tree, id));
         const aliases = conversationId === undefined
           ? (await driver.query<{ alias: string; tag: string; created_at: string }>("SELECT alias, tag, created_at FROM tag_aliases WHERE conversation_id = '' ORDER BY alias"))
             .map((a) => ({ alias: a.alias, tag: a.tag, createdAt: a.created_at }))
@@ -54,24 +55,32 @@ async function exportAttachments(store: AttachmentStore, conversationIds: readon
   return out;
 }
 
-/** Every stored turn of a conversation, in order, read a page at a time. */
-async function allTurns(store: TurnStore, conversationId: string): Promise<TurnRecord[]> {
-  const out: TurnRecord[] = [];
-  for (let from = 0; ; ) {
-    const page = await store.range(conversationId, from, 1000);
-    if (page.length === 0) return out;
-    out.push(...page);
-    from = page[page.length - 1]!.seq + 1;
+/**
+ * Every stored turn of a conversation, every branch, in the order they were written (a page of ids at a time), each
+ * with where its branch starts; and the head when it is not the last turn written.
+ */
+async function allTurns(store: TurnStore, tree: TreeStore, conversationId: string): Promise<{ turns: ExportedTurn[]; head?: string | null }> {
+  const nodes = (await tree.nodes(conversationId)).sort(compareKeys);
+  const turns: ExportedTurn[] = [];
+  for (let i = 0; i < nodes.length; i += 500) {
+    const page = nodes.slice(i, i + 500);
+    const byId = new Map((await store.byIds(conversationId, page.map((n) => n.id))).map((t) => [t.id, t]));
+    for (const n of page) {
+      const t = byId.get(n.id);
+      if (t) turns.push({ ...exported(t), ...(n.branch !== '' ? { branch: { start: n.branch, after: n.forkAfter ?? '' } } : {}) });
+    }
   }
+  const head = headOf(nodes, await tree.register(conversationId));
+  return (head?.id ?? null) === (nodes[nodes.length - 1]?.id ?? null) ? { turns } : { turns, head: head?.id ?? null };
 }
 
-async function exportConversation(driver: StorageDriver, store: TurnStore, conversationId: string): Promise<ExportedConversation> {
+async function exportConversation(driver: StorageDriver, store: TurnStore, tree: TreeStore, conversationId: string): Promise<ExportedConversation> {
   const info = (await store.conversation(conversationId))!;
-  const turns = (await allTurns(store, conversationId)).map(exported);
+  const { turns, head } = await allTurns(store, tree, conversationId);
   const pins = await driver.query<{ turn_id: string; pinned_at: string }>('SELECT turn_id, pinned_at FROM pins WHERE conversation_id = ? ORDER BY pinned_at, turn_id', [conversationId]);
   const aliases = await driver.query<{ alias: string; tag: string; created_at: string }>("SELECT alias, tag, created_at FROM tag_aliases WHERE conversation_id = ? AND source = 'manual' ORDER BY alias", [conversationId]);
   return {
-    id: conversationId, createdAt: info.createdAt, updatedAt: info.updatedAt, turns,
+    id: conversationId, createdAt: info.createdAt, updatedAt: info.updatedAt, turns, ...(head !== undefined ? { head } : {}),
     pins: pins.map((p) => ({ messageId: p.turn_id, pinnedAt: p.pinned_at })),
     aliases: aliases.map((a) => ({ alias: a.alias, tag: a.tag, createdAt: a.created_at })),
   };

@@ -7,10 +7,12 @@ import { PagewiseError } from '../contracts/errors.js';
 import { describe, readArray } from '../common/messages.js';
 import { candidates } from '../tags/key-phrases.js';
 import { taggableText } from '../common/parts.js';
-import type { UnitTags } from '../tags/tag-store.js';
 import { chunks, type TurnRecord } from '../store/turn-store.js';
 import type { Statement } from '../contracts/types.js';
 import type { SyncStore } from '../store/sync-store.js';
+import { below } from '../store/tree.js';
+import { settlePath } from './branches.js';
+import { type RetagDeps, retagStatements, tagsOfUnits } from './retag.js';
 
 const MODULE = 'data';
 
@@ -24,7 +26,7 @@ function invalid(path: string, message: string): never {
   throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
 }
 
-export type ForgetDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index' | 'serial' | 'settle' | 'rebuildLater'> & { remove: Remove; sync: SyncStore };
+export type ForgetDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index' | 'serial' | 'settle' | 'rebuildLater' | 'tree' | 'uncache'> & { remove: Remove; sync: SyncStore };
 
 export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<ForgetReport> } {
   const { driver, store } = d;
@@ -46,10 +48,12 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           // Forgetting the conversation removes every turn of it written before (elsewhere too, offline); forgetting
           // messages names each (id and content hash: every copy of it written before goes).
           const nowIso = new Date().toISOString();
-          const tombstones = o.messageIds === undefined && o.tag === undefined
+          const tombstones = o.messageIds === undefined && o.tag === undefined && o.branch === undefined
             ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(conversationId, rows.map((r) => r.rowid), nowIso);
           const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones]);
           if (!whole) {
+            // The head may have gone with them: the positions follow the one the tree has now.
+            await settlePath(d, conversationId);
             await d.index.indexNew(conversationId, new Date().toISOString());
             d.rebuildLater(conversationId);
           }
@@ -69,8 +73,17 @@ async function chosenRows(d: ForgetDeps, conversationId: string, o: Record<strin
   }
   const ids = list?.map((id, i) => checkId(id, `messageIds[${i}]`));
   if (o.tag !== undefined && typeof o.tag !== 'string') invalid('tag', `must be a tag's name, as memory.tags() lists them (got ${describe(o.tag)}).`);
-  if (ids === undefined && o.tag === undefined) return turnRows(driver, conversationId);
+  const branch = o.branch === undefined ? undefined : checkId(o.branch, 'branch');
+  if (ids === undefined && o.tag === undefined && branch === undefined) return turnRows(driver, conversationId);
   const chosen = new Map<number, TurnRow>();
+  if (branch !== undefined) {
+    // The message and everything after it on any branch through it.
+    const nodes = await d.tree.nodes(conversationId);
+    const node = nodes.find((n) => n.id === branch);
+    if (!node) throw new PagewiseError('NOT_FOUND', MODULE, `No message ${describe(branch)} is stored in conversation ${describe(conversationId)}; nothing was forgotten. Take a branch's start from memory.branches().`, { path: 'branch' });
+    const gone = [node, ...below(nodes, node)].map((n) => n.id);
+    for (const part of chunks(gone, inListOf(d.store))) for (const r of await turnRows(driver, conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+  }
   if (ids) {
     for (const part of chunks([...new Set(ids)], inListOf(d.store))) for (const r of await turnRows(driver, conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
     const found = new Set([...chosen.values()].map((r) => r.id));
@@ -92,7 +105,6 @@ async function chosenRows(d: ForgetDeps, conversationId: string, o: Record<strin
   return [...chosen.values()].sort((a, b) => a.seq - b.seq);
 }
 
-type RetagDeps = Pick<DataDeps, 'driver' | 'store' | 'canonicalizer' | 'index'>;
 type Unit = { unitSeq: number; endSeq: number };
 
 /** For each seq, the unit at or before it (the last unit starting at or before it), as JSON lists of seqs. */
@@ -151,52 +163,4 @@ async function retagPlan(d: RetagDeps, conversationId: string, rows: ReadonlyArr
     },
   }, hidden, new Date().toISOString());
   return retagStatements(conversationId, seqs, fresh, byTag, gone);
-}
-
-/** How many of the units carry each of their tags, and the tags only these units carry. */
-async function tagsOfUnits(d: RetagDeps, conversationId: string, seqs: number[]) {
-  const old: { tag: string; n: number }[] = [];
-  for (const part of chunks(seqs, 500)) {
-    old.push(...(await d.driver.query<{ tag: string; n: number }>(
-      'SELECT tag, COUNT(*) AS n FROM unit_tags WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2)) GROUP BY tag', [conversationId, JSON.stringify(part)])));
-  }
-  const counts = await d.canonicalizer.counts(conversationId);
-  const byTag = new Map<string, number>();
-  for (const r of old) byTag.set(r.tag, (byTag.get(r.tag) ?? 0) + Number(r.n));
-  // Tags only these units carry: they may be the forgotten turns' words.
-  const hidden = new Set([...byTag].filter(([t, n]) => (counts.get(t) ?? 0) <= n).map(([t]) => t));
-  return { byTag, hidden };
-}
-
-/** The rewrite itself: the units' tags replaced, the tags' statistics recounted, the forgotten terms uncounted. */
-function retagStatements(conversationId: string, seqs: number[], fresh: UnitTags[], byTag: Map<string, number>, gone: Map<string, number>): Statement[] {
-  const now = new Date().toISOString();
-  const statements: Statement[] = [];
-  for (const part of chunks(seqs, 500)) {
-    const json = JSON.stringify(part);
-    statements.push(
-      { sql: 'DELETE FROM unit_tags WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2))', params: [conversationId, json] },
-      { sql: 'DELETE FROM units WHERE conversation_id = ?1 AND unit_seq IN (SELECT value FROM json_each(?2))', params: [conversationId, json] },
-    );
-  }
-  const touched = new Set(byTag.keys());
-  for (const u of fresh) {
-    statements.push({ sql: 'INSERT INTO units (conversation_id, unit_seq, end_seq, tagger, tagged_at) VALUES (?, ?, ?, ?, ?)', params: [conversationId, u.unitSeq, u.endSeq, u.tagger, now] });
-    const tags = new Map<string, number>(u.relatedTags.map((t) => [t, 1]));
-    for (const t of u.tags) tags.set(t, 0);
-    for (const [tag, related] of tags) {
-      statements.push({ sql: 'INSERT INTO unit_tags (conversation_id, tag, unit_seq, related) VALUES (?, ?, ?, ?)', params: [conversationId, tag, u.unitSeq, related] });
-      touched.add(tag);
-    }
-  }
-  for (const tag of touched) {
-    statements.push({ sql: `INSERT INTO tags (conversation_id, tag, units, first_seq, last_seq, last_used)
-        SELECT ?1, ?2, COUNT(*), MIN(unit_seq), MAX(unit_seq), ?3 FROM unit_tags WHERE conversation_id = ?1 AND tag = ?2
-        ON CONFLICT (conversation_id, tag) DO UPDATE SET units = excluded.units, first_seq = excluded.first_seq, last_seq = excluded.last_seq, last_used = excluded.last_used`,
-    params: [conversationId, tag, now] });
-  }
-  statements.push({ sql: 'DELETE FROM tags WHERE conversation_id = ? AND units = 0', params: [conversationId] });
-  for (const [term, n] of gone) statements.push({ sql: 'UPDATE term_df SET turns = turns - ? WHERE conversation_id = ? AND term = ?', params: [n, conversationId, term] });
-  statements.push({ sql: 'DELETE FROM term_df WHERE conversation_id = ? AND turns <= 0', params: [conversationId] });
-  return statements;
 }

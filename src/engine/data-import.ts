@@ -30,6 +30,8 @@ import { readAttachments, toStored } from './attachments.js';
 import { resolve, spelling } from '../tags/tag-canonicalizer.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { ChatMessage, MaybePromise, Statement } from '../contracts/types.js';
+import { compareKeys, type Place } from '../store/tree.js';
+import { importedHead, readTree } from './data-tree.js';
 
 const MODULE = 'data';
 // A slice of work between two yields: at most this long, and at most this many items (in workerd the clock stands
@@ -39,7 +41,6 @@ const SLICE_ITEMS = 2000;
 // Turns per write transaction: starts small, then sized to take about SLICE_MS (tagging is most of a chunk's time).
 const FIRST_CHUNK = 32;
 const MAX_CHUNK = 512;
-const PAGE = 2000;
 const JOURNAL = 'import:';
 
 export interface ImportDeps extends DataDeps {
@@ -58,6 +59,9 @@ interface Planned {
   /** How many of `messages` are stored already, and the seq of the first one to write. */
   stored: number;
   from: number;
+  /** Each message's branch (undefined: the first), and the head the export names. */
+  places: (Place | undefined)[];
+  head: string | null | undefined;
 }
 
 interface PlannedAlias { alias: unknown; tag: unknown; conversationId: string | null; path: string }
@@ -171,43 +175,34 @@ for (const [c, raw] of list.entries()) {
     return { id: messageId, at };
   });
   aliases.push(...readAliases(conv.aliases, `${path}.aliases`, id));
-  conversations.push({ id, path, messages, hashes: new Array(messages.length), pins, stored: 0, from: 0 });
+  const tree = readTree(turns, messages.map((m) => m.id!), conv.head, path);
+  conversations.push({ id, path, messages, hashes: new Array(messages.length), pins, stored: 0, from: 0, ...tree });
 }
 aliases.push(...readAliases(o.aliases, 'data.aliases', null));
 return { conversations, aliases };
 }
 
 async function state(d: ImportDeps, conversationId: string) {
-  const [row] = await d.driver.query<{ n: number; last: number }>('SELECT COUNT(*) AS n, COALESCE(MAX(seq), -1) AS last FROM turns WHERE conversation_id = ?', [conversationId]);
+  const [row] = await d.driver.query<{ n: number; last: number }>('SELECT COUNT(*) AS n, COALESCE(MAX(CASE WHEN seq >= 0 THEN seq END), -1) AS last FROM turns WHERE conversation_id = ?', [conversationId]);
   return { n: Number(row?.n ?? 0), last: Number(row?.last ?? -1) };
 }
 
-/** Step 1 with the store: what is stored of each conversation must be the start of the imported one. */
+/** Step 1 with the store: what is stored of each conversation (every branch, in written order) must be the start of the imported one. */
 async function checkStored(d: ImportDeps, c: Planned): Promise<void> {
-  let after = -1;
-  for (;;) {
-    const done = await d.resume(async () => {
-      const page = await d.driver.query<{ seq: number; id: string; content_hash: string }>(
-        'SELECT seq, id, content_hash FROM turns WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?', [c.id, after, PAGE]);
-      for (const s of page) {
-        const i = c.stored;
-        const m = c.messages[i];
-        if (!m || m.id !== s.id || c.hashes[i] !== s.content_hash) {
-          throw new PagewiseError('ID_CONFLICT', MODULE,
-            `Conversation ${describe(c.id)} is stored with other messages than the import has (stored message ${i}: ${describe(s.id)}, imported: ${describe(m?.id)}); nothing was imported. Import it under another conversation id, or forget the stored one first.`,
-            { path: `${c.path}.turns[${i}]` });
-        }
-        c.stored++;
-        after = Number(s.seq);
+  await d.resume(async () => {
+    const nodes = (await d.tree.nodes(c.id)).sort(compareKeys);
+    for (const s of nodes) {
+      const i = c.stored;
+      const m = c.messages[i];
+      if (!m || m.id !== s.id || c.hashes[i] !== s.hash) {
+        throw new PagewiseError('ID_CONFLICT', MODULE,
+          `Conversation ${describe(c.id)} is stored with other messages than the import has (stored message ${i}: ${describe(s.id)}, imported: ${describe(m?.id)}); nothing was imported. Import it under another conversation id, or forget the stored one first.`,
+          { path: `${c.path}.turns[${i}]` });
       }
-      if (page.length === PAGE) return false;
-      if ((await state(d, c.id)).n !== c.stored) throw changed(c.id);
-      c.from = after + 1;
-      return true;
-    });
-    if (done) return;
-    await breathe();
-  }
+      c.stored++;
+    }
+    c.from = (await state(d, c.id)).last + 1;
+  });
 }
 
 /** Step 1 for aliases, against the aliases stored now: each as aliases.add() will take it, in order. */
@@ -323,7 +318,8 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
             const createdMs = Date.parse(message.createdAt!);
             // The bytes a turn carries itself (a hand-written file), or the export's, by id.
             const attachments = [...carried, ...refs.flatMap((id) => (blobs.has(id) ? [blobs.get(id)!] : []))];
-            return { message, refs, attachments, id: message.id!, text, contentHash: c.hashes[first + k]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(sentMessageText(message)) };
+            const place = c.places[first + k];
+            return { message, refs, attachments, id: message.id!, text, contentHash: c.hashes[first + k]!, createdAt: new Date(createdMs).toISOString(), createdMs, tokens: tok.count(sentMessageText(message)), ...(place ? { place } : {}) };
           }));
           const statements: Statement[] = store.appendStatements(c.id, c.from + entry.written, turns, countKey, now);
           // The journal counts the chunk in the chunk's own transaction; an undo after a failed batch looks one
@@ -344,8 +340,16 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
       report.turns += c.messages.length - c.stored;
     }
     await breathe();
+    const moved: string[] = [];
     await d.resume(async () => {
       const statements: Statement[] = [];
+      // Branches: the conversation moves to its head (the journal's seq ranges hold until this transaction).
+      for (const c of fresh) {
+        if (c.head === undefined && !c.places.some(Boolean)) continue;
+        const move = await importedHead(d, c.id, c.head, now);
+        statements.push(...move.statements);
+        if (move.moved) moved.push(c.id);
+      }
       for (const c of plan) {
         if (c.pins.length === 0) continue;
         await unchanged(c, fresh.includes(c) ? c.messages.length - c.stored : 0);
@@ -353,6 +357,10 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
       }
       if (journaled) statements.push({ sql: 'DELETE FROM pagewise_meta WHERE key = ?', params: [key] });
       if (statements.length > 0) await driver.batch(statements);
+      for (const id of moved) {
+        d.uncache(id);
+        await d.index.indexNew(id, now);
+      }
     });
   } catch (error) {
     if (journaled) {

@@ -3,6 +3,7 @@
 import type { Canonicalizer } from '../tags/tag-canonicalizer.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TurnStore } from '../store/turn-store.js';
+import type { TreeStore } from '../store/tree.js';
 import type { AttachmentStore } from '../store/attachment-store.js';
 import type { StorageDriver, Tokenizer } from '../contracts/types.js';
 
@@ -29,6 +30,8 @@ export interface DataDeps {
   rebuildLater: (conversationId: string) => void;
   maxMessageBytes: number;
   maxAttachmentBytes: number;
+  /** The conversation as a tree (forget and sync move its positions to the head the tree has after them). */
+  tree: TreeStore;
 }
 
 /** A stored turn's row as forget and an import's undo remove it. */

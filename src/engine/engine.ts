@@ -1,3 +1,4 @@
+import { branchApi } from './branches.js';
 import { attachmentApi } from './attachments.js';
 import { createBackground } from '../common/background.js';
 import { withSync } from '../common/sync.js';
@@ -59,12 +60,16 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const compactor = createEngineCompactor({ ...stores, opts, llm, rules, tokenizer });
   const jobs = createBackgroundJobs({ ...stores, keyed, background, compactor, semantic, reports, backgroundSliceTurns: opts.backgroundSliceTurns });
 
+  const uncache = (conversationId: string) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); thingJudge.uncache(conversationId); hints.delete(conversationId); };
+  const rebuildLater = (conversationId: string) => { semantic.schedule(conversationId); if (opts.compaction) jobs.compactLater(conversationId); };
+  // A move to another branch: what was derived from the positions that changed is made again for the turns there now.
+  const branching = { driver, store, canonicalizer, index, tree: stores.tree, uncache, after: async (conversationId: string) => { await index.indexNew(conversationId, new Date().toISOString()); rebuildLater(conversationId); } };
+  const { pathTurns, ...branches } = branchApi({ ...branching, on });
   const { recoverImports, ...data } = dataApi({
     driver, store, attachments: stores.attachments, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes, maxAttachmentBytes: opts.maxAttachmentBytes,
     settle: () => background.idle(),
     busy: (conversationId) => background.busy(conversationId),
-    uncache: (conversationId) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); thingJudge.uncache(conversationId); hints.delete(conversationId); },
-    rebuildLater: (conversationId) => { semantic.schedule(conversationId); if (opts.compaction) jobs.compactLater(conversationId); },
+    uncache, rebuildLater, tree: stores.tree,
   });
   // An import that a crash cut short is undone before anything reads the store.
   try {
@@ -77,9 +82,10 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const imports = new Set<Promise<unknown>>();
 
   return withSync({
-    ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs }),
-    ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs }),
-    ...inspectionApi({ ...stores, serial, on, semantic, hints }),
+    ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs, branching }),
+    ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs, branching }),
+    ...inspectionApi({ ...stores, serial, on, semantic, hints, pathTurns }),
+    ...branches,
     ...attachmentApi({ attachments: stores.attachments, serial }),
     ...data,
     import(input: ExportData) {

@@ -25,9 +25,13 @@ import type { TurnRecord } from '../store/turn-store.js';
 import { reasoningText } from '../common/parts.js';
 import { ownNamed, withBytes, withoutAbsent } from './attachments.js';
 import { reattach } from './recall-attachments.js';
+import { ftsMatch } from '../text/fts-words.js';
+import { type Branching, placeRequest } from './branches.js';
 
 const MODULE = 'engine';
 const RECALL_HITS = 16;
+// Excerpts of the branches the conversation left, at most (`branches: 'all'`).
+const OTHER_BRANCH_HITS = 4;
 
 export type InboundDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge' | 'summaryStore' | 'importance' | 'attachments'> & {
   opts: ResolvedOptions;
@@ -38,6 +42,7 @@ export type InboundDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 
   rules: TagRules;
   hints: Hints;
   jobs: Pick<BackgroundJobs, 'regenerateLater'>;
+  branching: Branching;
 };
 
 /** The Memory API's request path. */
@@ -61,6 +66,8 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   // Attachments named by id must be this conversation's; they are counted by the store's facts.
   const [message, ...after] = await ownNamed([asked, ...readAfter(args.after, opts)], d.attachments, conversationId, (i) => (i === 0 ? 'message' : `after[${i - 1}]`), new Set());
   if (!message) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'message is missing.', { path: 'message' });
+  // The branch the request is on: recall reads the path to where the new message goes, never the branch left.
+  await placeRequest(d.branching, conversationId, args, history, [message, ...after]);
   const now = parseNow(args.now);
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
@@ -91,6 +98,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     prefix: view.prefix,
     history: working.history,
     historyComplete: view.complete,
+    beyondHistory: how.allBranches,
     message: messageItem,
     after: afterItems,
     hint,
@@ -100,7 +108,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     compacted: state !== null,
     summaries: plan.candidates,
     summaryShare: plan.share,
-    recall: recallFor(d, { conversationId, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning }),
+    recall: recallFor(d, { conversationId, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning, allBranches: how.allBranches }),
   });
   if (working.compressed.size > 0) {
     for (const entry of assembled.manifest) {
@@ -111,7 +119,8 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   await recordUse(d, conversationId, assembled.manifest, plan.candidates, query, now, nowIso);
   const waiting = meaning.vector ? await d.semantic.unembedded(conversationId, await d.store.turnCount(conversationId)) : 0;
   if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
-  const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal }, how.attachments, how.rule, tok);
+  const head = (await d.branching.tree.head(conversationId)).node?.id ?? null;
+  const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, head }, how.attachments, how.rule, tok);
   // Stored attachments are sent with their bytes.
   return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}) };
 }
@@ -151,7 +160,10 @@ function requestOptions(args: Record<string, unknown>, defaultRule: MediaRule) {
   if (a !== undefined && typeof a !== 'boolean' && !(typeof a === 'number' && Number.isInteger(a) && a >= 0 && a <= 64)) {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `recallAttachments must be true, false or how many images (0–64) (got ${describe(a)}).`, { path: 'recallAttachments' });
   }
-  return { rule: rule as MediaRule, rewrite: bool('rewriteHistory', true), reasoning: bool('recallReasoning', false), attachments: a === true ? 4 : typeof a === 'number' ? a : 0 };
+  if (args.branches !== undefined && args.branches !== 'current' && args.branches !== 'all') {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `branches must be "current" or "all" (got ${describe(args.branches)}).`, { path: 'branches' });
+  }
+  return { rule: rule as MediaRule, rewrite: bool('rewriteHistory', true), reasoning: bool('recallReasoning', false), attachments: a === true ? 4 : typeof a === 'number' ? a : 0, allBranches: args.branches === 'all' };
 }
 
 /** The question's tags, words and intent, and its vector (none for a broad question). */
@@ -223,6 +235,8 @@ interface RecallContext {
   now: number;
   /** Recalled turns show their reasoning too. */
   reasoning: boolean;
+  /** Also search the branches the conversation left (`branches: 'all'`). */
+  allBranches: boolean;
 }
 
 /** The assembler's recall: pinned turns first, then a broad sample or what tags, words and meaning find. */
@@ -231,7 +245,7 @@ function recallFor(d: InboundDeps, c: RecallContext): (exclude: ReadonlySet<numb
   const { conversationId, query, meaning } = c;
   return async (exclude) => {
     const excluded = new Set([...exclude, ...c.sentSeqs]);
-    const pins = (await store.byIds(conversationId, c.pinned)).filter((t) => !excluded.has(t.seq)).map((t): RecallBlock => ({
+    const pins = (await store.byIds(conversationId, c.pinned)).filter((t) => t.seq >= 0 && !excluded.has(t.seq)).map((t): RecallBlock => ({
       unitSeq: t.seq, hits: [t], pair: [], adjacent: [], scores: {}, tags: [], priority: 10, reason: 'pinned by the user',
     }));
     for (const p of pins) excluded.add(p.unitSeq);
@@ -245,9 +259,19 @@ function recallFor(d: InboundDeps, c: RecallContext): (exclude: ReadonlySet<numb
       conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
       exclude: excluded, limit, rules: d.rules, nowMs: c.now, vector,
     });
-    const blocks = [...pins, ...found.blocks];
+    const blocks = [...pins, ...found.blocks, ...(c.allBranches ? await otherBranches(d, conversationId, query) : [])];
     return { ...found, blocks: c.reasoning ? blocks.map(withReasoning) : blocks };
   };
+}
+
+/** `branches: 'all'`: what the branches the conversation left say about the question (their words), labelled as such. */
+async function otherBranches(d: InboundDeps, conversationId: string, query: QueryAnalysis): Promise<RecallBlock[]> {
+  const match = ftsMatch(query.terms);
+  if (!match) return [];
+  return (await d.store.searchOther(conversationId, match, OTHER_BRANCH_HITS)).map((t): RecallBlock => ({
+    unitSeq: t.seq, hits: [{ ...t, text: `(from a branch this conversation left: an edited or regenerated part) ${t.text}` }], pair: [], adjacent: [], scores: { bm25: 1 },
+    tags: [], priority: 0, reason: 'from another branch of the conversation (keywords, BM25): branches: all', otherBranch: true,
+  }));
 }
 
 /** A recalled block whose turns show their reasoning after their text (recallReasoning). */

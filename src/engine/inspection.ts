@@ -3,7 +3,8 @@
 import type { Semantic } from '../embed/semantic.js';
 import type { Hints, Stores } from './parts.js';
 import type { EngineQueue } from './queue.js';
-import { optionalObject } from './support.js';
+import { checkId, optionalObject } from './support.js';
+import type { PathTurns } from './branches.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import { describe, validateConversationId } from '../common/messages.js';
@@ -18,6 +19,8 @@ const MAX_TOPICS = 200;
 export type InspectionDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge'> & Pick<EngineQueue, 'serial' | 'on'> & {
   semantic: Semantic;
   hints: Pick<Hints, 'delete' | 'clear'>;
+  /** Another branch's turns (`range.branch`). */
+  pathTurns: PathTurns;
 };
 
 type InspectionMethods = Pick<Memory, 'conversations' | 'turns' | 'tags' | 'topics' | 'aliases' | 'embeddingStatus'>;
@@ -31,13 +34,14 @@ export function inspectionApi(d: InspectionDeps): InspectionMethods {
 
     turns(id, range) {
       return on(() => validateConversationId(id), async (conversationId) => {
-        const { from = 0, limit = 1000 } = optionalObject(range, 'range') as { from?: unknown; limit?: unknown };
+        const { from = 0, limit = 1000, branch } = optionalObject(range, 'range') as { from?: unknown; limit?: unknown; branch?: unknown };
         if (!(await store.conversation(conversationId))) {
           throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
         }
         if (!Number.isSafeInteger(from) || (from as number) < 0 || !Number.isSafeInteger(limit) || (limit as number) < 1) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `range.from must be an integer ≥ 0 and range.limit an integer ≥ 1 (got ${describe(from)}, ${describe(limit)}).`, { path: 'range' });
         }
+        if (branch !== undefined) return (await d.pathTurns(conversationId, checkId(branch, 'range.branch'), from as number, limit as number)).map(publicTurn);
         return (await store.range(conversationId, from as number, limit as number)).map(publicTurn);
       });
     },

@@ -1,5 +1,6 @@
 // The parts createMemory composes, each built from what it needs: the stores on the driver, the topics hint, the
 // taggers and the tag index, the compactor, and the background jobs of a conversation.
+import { createTreeStore, type TreeStore } from '../store/tree.js';
 import type { Background } from '../common/background.js';
 import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
 import { type Atomic, type CompactionSettings, type Compactor, createCompactor } from '../compaction/compactor.js';
@@ -37,6 +38,8 @@ export interface Stores {
   ledger: Ledger;
   /** Attachments' bytes, stored once by content hash. */
   attachments: AttachmentStore;
+  /** The conversation as a tree: branches, the head, positions on the path to it. */
+  tree: TreeStore;
 }
 
 export function createStores(driver: StorageDriver): Stores {
@@ -46,7 +49,7 @@ export function createStores(driver: StorageDriver): Stores {
   const thingJudge = createThingJudge({ turns: store, tags: tagStore });
   return {
     store, tagStore, canonicalizer, thingJudge, summaryStore: createSummaryStore(driver), importance: createImportanceStore(driver), ledger: createLedger(driver),
-    attachments: createAttachmentStore(driver),
+    attachments: createAttachmentStore(driver), tree: createTreeStore(driver),
   };
 }
 

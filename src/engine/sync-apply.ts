@@ -7,12 +7,14 @@ import { MISSING_PER_ASK } from './sync-changes.js';
 import { completeStatement } from '../store/attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
 import { sentMessageText } from '../tokens/message-cost.js';
-import { derivedRemoval, type Remove } from './data-rows.js';
+import type { Remove } from './data-rows.js';
 import type { DataDeps } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { describe } from '../common/messages.js';
 import { turnRowError } from '../store/turn-store.js';
-import type { OrderRow, SyncStore } from '../store/sync-store.js';
+import type { SyncStore } from '../store/sync-store.js';
+import { compareKeys, headOf, type HeadRegister, type TreeNode } from '../store/tree.js';
+import { moveTo, settlePath } from './branches.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { Statement } from '../contracts/types.js';
 import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
@@ -20,21 +22,11 @@ import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } fro
 const MODULE = 'sync';
 /** Thrown out of a slot that found background work under way where turns must move: settle, then apply again. */
 const RETRY = Symbol('retry after background work');
-const MOVES_PER_STATEMENT = 500;
 
 export interface SyncApplyDeps extends DataDeps {
   sync: SyncStore;
   remove: Remove;
 }
-
-type Keyed = { ord: number; origin: string; id: string };
-
-/** The converged order: by order key, then origin, then id (the same on every replica). */
-function compareTurns(a: Keyed, b: Keyed): number {
-  return a.ord - b.ord || (a.origin < b.origin ? -1 : a.origin > b.origin ? 1 : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-}
-
-const orderKey = (r: OrderRow): Keyed => ({ ord: Number(r.ord), origin: r.origin, id: r.id });
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
@@ -60,6 +52,8 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
     applied.forgotten += rows.length;
     changed.add(conversationId);
     if (!whole) {
+      // The head may have gone with them: the positions follow the one the tree has now.
+      await settlePath(d, conversationId);
       await d.index.indexNew(conversationId, nowIso);
       d.rebuildLater(conversationId);
     }
@@ -85,51 +79,45 @@ async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTu
   });
 }
 
+/** Whether checkout `a` is later than `b` (by the conversation's clock, then origin). */
+const laterHead = (a: HeadRegister, b: HeadRegister | null): boolean => !b || a.ord > b.ord || (a.ord === b.ord && a.origin > b.origin);
+
+/** The tree node an incoming turn will be (its row id and seq are not known before it is written: neither is read). */
+function incomingNode(t: IncomingTurn, known: ReadonlyMap<string, TreeNode>): TreeNode {
+  const p = t.place;
+  const at = p.forkAfter ? known.get(p.forkAfter) : undefined;
+  return {
+    rowid: -1, id: t.id, branch: p.branch, forkAfter: p.forkAfter, forkBranch: p.forkBranch ?? at?.branch ?? null, forkOrd: p.forkOrd ?? at?.ord ?? null,
+    ord: t.ord, origin: t.origin, seq: Number.NEGATIVE_INFINITY, createdAt: t.createdAt, hash: t.contentHash,
+  };
+}
+
 /**
- * The statements that put `incoming` into the conversation at their places in the converged order. Turns that
- * sort after every stored one are appended; otherwise the stored turns after the first place move down (their seq,
- * the only column that may change) and what is derived from positions there is dropped, to be rebuilt.
+ * The statements that put `incoming` into the conversation: written off the path, then the conversation's positions
+ * move to the path to its head (the later of the last turn written and the last checkout, `head` the batch's). Turns
+ * that continue the path are appended; where stored turns move or leave it, what was derived from the positions there
+ * is dropped, to be rebuilt. Resolves with whether stored turns moved.
  */
-async function place(d: SyncApplyDeps, from: string, conversationId: string, incoming: IncomingTurn[], countKey: string | null, count: (text: string) => number, nowIso: string): Promise<Statement[]> {
-  const { sync } = d;
-  const sorted = [...incoming].sort(compareTurns);
-  const last = await sync.order(conversationId, 1);
+async function place(d: SyncApplyDeps, from: string, conversationId: string, incoming: IncomingTurn[], head: HeadRegister | null, countKey: string | null, count: (text: string) => number, nowIso: string): Promise<{ statements: Statement[]; moved: boolean }> {
+  const sorted = [...incoming].sort(compareKeys);
   const statements: Statement[] = [
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
   ];
   // The cached count is of the text the turn is sent as (its reasoning included), as append() caches it.
-  const insert = (t: IncomingTurn, seq: number) => statements.push(...sync.insertTurn(conversationId, seq, t, from, countKey, countKey === null ? 0 : count(sentMessageText(t.message)), nowIso));
-  if (!last[0] || compareTurns(orderKey(last[0]), sorted[0]!) < 0) {
-    const base = last[0] ? Number(last[0].seq) + 1 : 0;
-    sorted.forEach((t, i) => insert(t, base + i));
-    return statements;
-  }
+  for (const t of sorted) statements.push(...d.sync.insertTurn(conversationId, t, from, countKey, countKey === null ? 0 : count(sentMessageText(t.message)), nowIso));
+  const nodes = await d.tree.nodes(conversationId);
+  const known = new Map(nodes.map((n) => [n.id, n]));
+  for (const t of sorted) known.set(t.id, incomingNode(t, known));
+  const all = [...known.values()];
+  const local = await d.tree.register(conversationId);
+  const register = head && laterHead(head, local) ? head : local;
+  const move = await moveTo(d, conversationId, all, headOf(all, register));
   // Turns move: a compaction pass or vectors under way on this conversation would write for the old positions.
-  if (d.busy(conversationId)) throw RETRY;
-  const existing = await sync.order(conversationId);
-  const merged: (OrderRow | IncomingTurn)[] = [...existing, ...sorted].sort((a, b) => compareTurns('rowid' in a ? orderKey(a as OrderRow) : a as IncomingTurn, 'rowid' in b ? orderKey(b as OrderRow) : b as IncomingTurn));
-  let p = 0;
-  while (p < existing.length && merged[p] === existing[p]) p++;
-  const base = p === 0 ? 0 : Number(existing[p - 1]!.seq) + 1;
-  const moves: [number, number][] = [];
-  merged.slice(p).forEach((item, k) => {
-    if ('rowid' in item) { if (Number((item as OrderRow).seq) !== base + k) moves.push([Number((item as OrderRow).rowid), base + k]); }
-    else insert(item as IncomingTurn, base + k);
-  });
-  const inserts = statements.splice(2);
-  for (let i = 0; i < moves.length; i += MOVES_PER_STATEMENT) {
-    statements.push({
-      sql: `UPDATE turns SET seq = -1 - (SELECT j.value ->> 1 FROM json_each(?1) j WHERE j.value ->> 0 = turns.rowid) WHERE rowid IN (SELECT j.value ->> 0 FROM json_each(?1) j)`,
-      params: [JSON.stringify(moves.slice(i, i + MOVES_PER_STATEMENT))],
-    });
-  }
-  statements.push(...inserts, { sql: 'UPDATE turns SET seq = -1 - seq WHERE conversation_id = ? AND seq < 0', params: [conversationId] });
-  if (moves.length > 0) {
-    statements.push(...derivedRemoval(conversationId, false, undefined),
-      { sql: "DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'turn' AND ref >= ?", params: [conversationId, base] });
-  }
-  return statements;
+  if (move.moved && d.busy(conversationId)) throw RETRY;
+  statements.push(...move.statements);
+  if (register && register !== local) statements.push(d.tree.receivedHeadStatement(conversationId, register));
+  return { statements, moved: move.moved };
 }
 
 /** Pins whose state the batch changes (the later of pin and unpin wins; a tie pins), as statements. */
@@ -241,11 +229,20 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   const tok = await d.tokenizer();
   const countKey = countCacheKey(tok);
   const statements: Statement[] = [];
+  const heads = new Map(batch.heads.map((h) => [h.conversationId, { turnId: h.messageId, ord: h.ord, origin: h.origin, at: h.at }]));
   for (const [conversationId, turns] of groupBy(batch.turns, (t) => t.conversationId)) {
     const lacking = await fresh(d, conversationId, turns, applied.conflicts);
     if (lacking.length === 0) continue;
-    statements.push(...(await place(d, batch.from, conversationId, lacking, countKey, (text) => tok.count(text), nowIso)));
+    statements.push(...(await place(d, batch.from, conversationId, lacking, heads.get(conversationId) ?? null, countKey, (text) => tok.count(text), nowIso)).statements);
+    heads.delete(conversationId);
     applied.turns += lacking.length;
+    changed.add(conversationId);
+  }
+  // Checkouts of conversations no turn of this batch came for: the later one is kept, and the positions follow it.
+  for (const [conversationId, head] of heads) {
+    if (!(await d.store.conversation(conversationId)) || !laterHead(head, await d.tree.register(conversationId))) continue;
+    await driver.batch([d.tree.receivedHeadStatement(conversationId, head)]);
+    await settlePath(d, conversationId);
     changed.add(conversationId);
   }
   // The turns in one transaction; then the pins with the cursor. A sync stopped before the cursor sends this batch

@@ -7,7 +7,8 @@ import { MAX_BATCH_TURNS, readConversationFilter } from '../common/sync.js';
 import { DEFAULT_MAX_ATTACHMENT_BYTES, contentHash, describe, messageText, parseIsoDate, readArray, readRecord, storedContent, validateConversationId, validateMessage } from '../common/messages.js';
 import { decodeAttachment, isAttachmentPart } from '../common/parts.js';
 import type { ChatMessage } from '../contracts/types.js';
-import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncHead, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+import type { Place } from '../store/tree.js';
 
 const MODULE = 'sync';
 const MAX_TOMBSTONES = 10_000;
@@ -22,10 +23,13 @@ export interface IncomingTurn extends SyncTurn {
   message: ChatMessage;
   text: string;
   createdMs: number;
+  /** Its branch, as stored. */
+  place: Place;
 }
 
-export interface ReadBatch extends Omit<SyncBatch, 'turns' | 'attachments'> {
+export interface ReadBatch extends Omit<SyncBatch, 'turns' | 'attachments' | 'heads'> {
   turns: IncomingTurn[];
+  heads: SyncHead[];
   pieces: IncomingPiece[];
 }
 
@@ -62,7 +66,7 @@ function readTombstone(raw: unknown, path: string): SyncTombstone {
 async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<IncomingTurn> {
   const t = record(raw, path);
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
-  const { conversationId: _c, contentHash: given, origin, ord, private: isPrivate, ...fields } = t;
+  const { conversationId: _c, contentHash: given, origin, ord, private: isPrivate, branch, fork, ...fields } = t;
   if (isPrivate !== undefined) invalid(`${path}.private`, 'is set: private turns never leave the replica they were written on.');
   const checked = validateMessage(fields, path, maxBytes);
   if (checked.id === undefined || checked.createdAt === undefined) invalid(path, 'needs its id and createdAt, as syncChanges() gives them.');
@@ -77,12 +81,32 @@ async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<I
   const turn: IncomingTurn = {
     conversationId, id: message.id, role: message.role, content: message.content, createdAt: message.createdAt, contentHash: contentHashGiven,
     origin: readReplicaId(origin, `${path}.origin`), ord: int(ord, `${path}.ord`, 0),
-    message, text: messageText(message), createdMs: Date.parse(message.createdAt),
+    message, text: messageText(message), createdMs: Date.parse(message.createdAt), place: readPlace(branch, fork, path),
   };
   if (message.name !== undefined) turn.name = message.name;
   if (message.toolCalls !== undefined) turn.toolCalls = message.toolCalls;
   if (message.toolCallId !== undefined) turn.toolCallId = message.toolCallId;
   return turn;
+}
+
+/** A turn's branch as it travels (`branch: { start, after }`, `fork: { branch, ord }`); absent: the first branch. */
+function readPlace(branch: unknown, fork: unknown, path: string): Place {
+  if (branch === undefined) return { branch: '', forkAfter: null, forkBranch: null, forkOrd: null };
+  const b = record(branch, `${path}.branch`);
+  const start = checkId(b.start, `${path}.branch.start`);
+  const after = b.after === '' ? '' : checkId(b.after, `${path}.branch.after`);
+  if (fork === undefined) return { branch: start, forkAfter: after, forkBranch: null, forkOrd: null };
+  const f = record(fork, `${path}.fork`);
+  const forkBranch = f.branch === '' ? '' : checkId(f.branch, `${path}.fork.branch`);
+  return { branch: start, forkAfter: after, forkBranch, forkOrd: int(f.ord, `${path}.fork.ord`, 0) };
+}
+
+function readHead(raw: unknown, path: string): SyncHead {
+  const h = record(raw, path);
+  return {
+    conversationId: validateConversationId(h.conversationId, `${path}.conversationId`), messageId: h.messageId === '' ? '' : checkId(h.messageId, `${path}.messageId`),
+    ord: int(h.ord, `${path}.ord`, 0), origin: readReplicaId(h.origin, `${path}.origin`), at: iso(h.at, `${path}.at`),
+  };
 }
 
 function readPin(raw: unknown, path: string): SyncPin {
@@ -142,6 +166,7 @@ export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBat
     turns,
     pins: list(b.pins, 'batch.pins', MAX_PINS).map((p, i) => readPin(p, `batch.pins[${i}]`)),
     aliases: list(b.aliases, 'batch.aliases', MAX_PINS).map((a, i) => readAlias(a, `batch.aliases[${i}]`)),
+    heads: b.heads === undefined ? [] : list(b.heads, 'batch.heads', MAX_PINS).map((h, i) => readHead(h, `batch.heads[${i}]`)),
     pieces: b.attachments === undefined ? [] : list(b.attachments, 'batch.attachments', MISSING_PER_ASK).map((p, i) => readPiece(p, `batch.attachments[${i}]`)),
   };
 }

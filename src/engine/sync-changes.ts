@@ -9,6 +9,7 @@ import { toBase64 } from '../common/parts.js';
 import type { AttachmentStore } from '../store/attachment-store.js';
 import { utf8Bytes } from '../storage/limits.js';
 import type { ChangeRow, SyncStore } from '../store/sync-store.js';
+import type { TreeStore } from '../store/tree.js';
 import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncRequest, SyncState, SyncTurn } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
@@ -17,6 +18,7 @@ const TOMBSTONES_PER_BATCH = 2000;
 
 export interface SyncReadDeps {
   sync: SyncStore;
+  tree: TreeStore;
   attachments: AttachmentStore;
   serial: <T>(fn: () => Promise<T>) => Promise<T>;
 }
@@ -51,6 +53,8 @@ function syncTurn(r: ChangeRow): SyncTurn {
   if (r.name !== null) t.name = r.name;
   if (r.tool_calls !== null) t.toolCalls = JSON.parse(r.tool_calls) as SyncTurn['toolCalls'];
   if (r.tool_call_id !== null) t.toolCallId = r.tool_call_id;
+  if (r.branch !== '') t.branch = { start: r.branch, after: r.fork_after ?? '' };
+  if (r.fork_branch !== null && r.fork_ord !== null) t.fork = { branch: r.fork_branch, ord: Number(r.fork_ord) };
   return t;
 }
 
@@ -134,6 +138,8 @@ export function syncReadApi(d: SyncReadDeps) {
         // The last batch: pins and manual aliases whole (the receiver keeps what changed).
         batch.pins = await d.sync.pins(conversations);
         batch.aliases = await d.sync.aliases(conversations);
+        const heads = await d.tree.registers(conversations);
+        if (heads.length > 0) batch.heads = heads.map((h) => ({ conversationId: h.conversationId, messageId: h.turnId, ord: h.ord, origin: h.origin, at: h.at }));
         return batch;
       });
     },

@@ -12,6 +12,7 @@ import { contentHash, describe, messageText, readArray, validateConversationId, 
 import type { ResolvedOptions } from './options.js';
 import { warmDateParser } from '../retrieval/intent.js';
 import { storedOverlap } from '../store/reconcile.js';
+import { appendAt, placeOf, readParent, type Branching } from './branches.js';
 import type { NewTurn } from '../store/turn-store.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import { countCacheKey } from '../tokens/chat-format.js';
@@ -31,6 +32,7 @@ export type TurnCompleteDeps = Pick<Stores, 'store' | 'ledger' | 'attachments'> 
   compactor: Compactor;
   background: Background;
   jobs: Pick<BackgroundJobs, 'compactLater'>;
+  branching: Branching;
 };
 
 // A hard compaction runs inside the operation that found it due, which already holds the conversation's key.
@@ -56,15 +58,25 @@ async function turnComplete(d: TurnCompleteDeps, conversationId: string, args: R
   // An attachment named by id must be this conversation's (or come with its bytes in this call): checked before anything is written.
   const messages = await ownNamed(checked, d.attachments, conversationId, (i) => `messages[${i}]`, await broughtIds(checked));
   const hashes = await Promise.all(messages.map(contentHash));
-  const tail = (await store.before(conversationId, Number.MAX_SAFE_INTEGER, messages.length)).reverse();
-  const overlap = storedOverlap(tail, messages.map((m, i) => ({ id: m.id, contentHash: hashes[i]! })));
-  const fresh = await newTurns(store, conversationId, messages, hashes, overlap);
+  const keys = messages.map((m, i) => ({ id: m.id, contentHash: hashes[i]! }));
+  // Where they go in the conversation's tree: after the message `parentId` names, a stored id, or the stored tail they repeat.
+  const placed = await placeOf(d.branching, conversationId, keys, { parentId: readParent(args.parentId) });
+  const from = placed ? placed.next : storedOverlap((await store.before(conversationId, Number.MAX_SAFE_INTEGER, messages.length)).reverse(), keys);
+  const fresh = await newTurns(store, conversationId, messages, hashes, from);
   const tok = await d.tokenizer();
   const now = new Date();
   // Attachments by id, their bytes beside.
   const stored = await Promise.all(fresh.map(({ message }) => toStored(message, d.attachments)));
   const turns = fresh.map(({ hash }, i) => newTurn(stored[i]!, hash, now, tok));
-  if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString());
+  // Nothing new, and where they lead is on the current branch already: a retry, not a switch.
+  const retry = placed !== null && turns.length === 0 && placed.at !== null && placed.at.seq >= 0;
+  const at = await appendAt(d.branching, conversationId, retry ? null : placed, turns[0]?.id ?? '', now.toISOString());
+  if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString(), at.append);
+  else if (at.append.before && at.append.before.length > 0) await d.branching.driver.batch(at.append.before);
+  if (at.moved) {
+    d.branching.uncache(conversationId);
+    await d.branching.after(conversationId);
+  }
   let compaction: CompactionReport | null = null;
   if ((await store.turnCount(conversationId)) > 0) compaction = await afterStore(d, conversationId, turns.length > 0, now, tok);
   await d.ledger.flush();

@@ -26,6 +26,8 @@ export interface RecallBlock {
    * then neighbours), so that a conversation of short messages fills its budget with what ranks next.
    */
   spare?: boolean;
+  /** From a branch the conversation left (off the path to its head). */
+  otherBranch?: true;
 }
 
 export interface RecallQuery {

@@ -4,7 +4,8 @@ export interface MessageKey {
   contentHash: string;
 }
 
-function same(stored: Required<MessageKey>, incoming: MessageKey): boolean {
+/** Whether a stored message is the incoming one: the same id, or — where ids do not tell — the same content. */
+export function sameMessage(stored: Required<MessageKey>, incoming: MessageKey): boolean {
   if (incoming.id !== undefined && stored.id === incoming.id) return true;
   // An id the engine made (`pw_…`) never matches a caller id, so such a pair is compared by content.
   if (incoming.id !== undefined && !stored.id.startsWith('pw_')) return false;
@@ -23,7 +24,7 @@ export function storedOverlap(storedTail: readonly Required<MessageKey>[], incom
     const start = storedTail.length - k;
     let ok = true;
     for (let i = 0; i < k; i++) {
-      if (!same(storedTail[start + i]!, incoming[i]!)) { ok = false; break; }
+      if (!sameMessage(storedTail[start + i]!, incoming[i]!)) { ok = false; break; }
     }
     if (ok) return k;
   }
@@ -41,7 +42,7 @@ function anchoredOverlap(storedTail: readonly Required<MessageKey>[], incoming: 
   if (need === 0) return 0;
   for (let p = incoming.length - 1; p >= need - 1; p--) {
     let run = 0;
-    while (run <= p && run <= last && same(storedTail[last - run]!, incoming[p - run]!)) run++;
+    while (run <= p && run <= last && sameMessage(storedTail[last - run]!, incoming[p - run]!)) run++;
     if (run >= need) return p + 1;
   }
   return 0;

@@ -288,6 +288,31 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     `CREATE INDEX attachment_refs_by_id ON attachment_refs (attachment_id)`,
     `CREATE INDEX attachment_refs_by_conversation ON attachment_refs (conversation_id, attachment_id)`,
   ],
+  // 11: a conversation is a tree (edits and regenerations fork it). Each turn says which branch it is on ('' the
+  // conversation's first; otherwise the id of the branch's first turn) and, on every turn of a later branch, where
+  // that branch starts: the id of the turn it follows ('' the conversation's start), that turn's branch and order key
+  // (so a branch keeps its place when the turn it follows is forgotten). The current branch is a head: the turn the
+  // conversation is at — the last turn written, unless a checkout (branch_heads, ordered by the same clock) came
+  // later. seq is the position on the path to the head (0, 1, …); a turn off that path has a seq below OFF_PATH_SEQ
+  // (store/tree.ts), so every read by position sees the current branch only. `histories`: 1 once a caller's history
+  // began at the conversation's start (an app that sends its whole history: one without any starts over).
+  [
+    `ALTER TABLE turns ADD COLUMN branch TEXT NOT NULL DEFAULT ''`,
+    `ALTER TABLE turns ADD COLUMN fork_after TEXT`,
+    `ALTER TABLE turns ADD COLUMN fork_branch TEXT`,
+    `ALTER TABLE turns ADD COLUMN fork_ord INTEGER`,
+    `DROP TRIGGER turns_verbatim`,
+    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, via, branch, fork_after, fork_branch, fork_ord ON turns
+      BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,
+    `CREATE TABLE branch_heads (
+      conversation_id TEXT PRIMARY KEY,
+      turn_id TEXT NOT NULL,
+      ord INTEGER NOT NULL,
+      origin TEXT NOT NULL,
+      at TEXT NOT NULL
+    ) WITHOUT ROWID`,
+    `ALTER TABLE conversations ADD COLUMN histories INTEGER NOT NULL DEFAULT 0`,
+  ],
 ];
 
 /** The schema version this build writes. */

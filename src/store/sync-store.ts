@@ -4,13 +4,11 @@
 import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import type { SyncAlias, SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { ChatMessage } from '../contracts/types.js';
-import { NEXT_ORD, NEXT_ROWID, type TurnRow } from './turn-store.js';
+import type { TurnRow } from './turn-store.js';
+import { NEXT_ORD, NEXT_ROWID, OFF_PATH_SEQ, ORIGIN, nextOrdParams } from './order.js';
+import type { Place } from './tree.js';
 import { attachmentRefStatement } from './attachment-store.js';
 
-/** This replica's id (schema 9 made it). */
-const REPLICA = "(SELECT value FROM pagewise_meta WHERE key = 'replica')";
-/** A turn's origin as it travels ('' means this replica), and its order key. */
-const ORIGIN = `CASE origin WHEN '' THEN ${REPLICA} ELSE origin END`;
 const ORD = 'origin_ord';
 
 /** A turn as syncChanges reads it: the stored row's columns that travel, with its origin and order key. */
@@ -18,6 +16,10 @@ export type ChangeRow = Pick<TurnRow, 'rowid' | 'conversation_id' | 'id' | 'role
   [key: string]: SqlValue;
   origin: string;
   ord: number;
+  branch: string;
+  fork_after: string | null;
+  fork_branch: string | null;
+  fork_ord: number | null;
 };
 
 /** A stored turn's place in the order (what the merge compares). */
@@ -59,7 +61,7 @@ function createSyncReads(driver: StorageDriver) {
     async changedTurns(after: number, to: string, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
       const c = inConversations(conversations);
       return await driver.query<ChangeRow>(
-        `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord
+        `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord, branch, fork_after, fork_branch, fork_ord
          FROM turns WHERE rowid > ? AND private = 0 AND origin <> ?2 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
     },
 
@@ -99,14 +101,6 @@ function createSyncReads(driver: StorageDriver) {
         `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND (${ORD} < ?2 OR EXISTS (
            SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = turns.id AND j.value ->> 1 = turns.content_hash AND ${ORD} < j.value ->> 2)) ORDER BY seq`,
         [conversationId, before, named]);
-    },
-
-    /** Every turn of a conversation with what orders it, by seq; or only its `last` turns (the last first). */
-    async order(conversationId: string, last?: number): Promise<OrderRow[]> {
-      const fields = `rowid, seq, id, content_hash, created_ms, ${ORIGIN} AS origin, ${ORD} AS ord`;
-      return last === undefined
-        ? await driver.query<OrderRow>(`SELECT ${fields} FROM turns WHERE conversation_id = ? ORDER BY seq`, [conversationId])
-        : await driver.query<OrderRow>(`SELECT ${fields} FROM turns WHERE conversation_id = ? ORDER BY seq DESC LIMIT ?`, [conversationId, last]);
     },
 
     /** Of `ids`, the stored turns of the conversation, with their content hashes (one JSON parameter, no content read). */
@@ -166,7 +160,7 @@ function createSyncWrites() {
       return {
         sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at)
               SELECT conversation_id, id, content_hash, ${NEXT_ORD}, ? FROM turns WHERE private = 0 AND rowid IN (SELECT value FROM json_each(?))`,
-        params: [Date.parse(nowIso), conversationId, conversationId, nowIso, JSON.stringify(rowids)],
+        params: [...nextOrdParams(Date.parse(nowIso), conversationId), nowIso, JSON.stringify(rowids)],
       };
     },
 
@@ -178,7 +172,7 @@ function createSyncWrites() {
     forgetConversationStatement(conversationId: string, nowIso: string): Statement {
       return {
         sql: `INSERT OR IGNORE INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at) VALUES (?, '', '', ${NEXT_ORD}, ?)`,
-        params: [conversationId, Date.parse(nowIso), conversationId, conversationId, nowIso],
+        params: [conversationId, ...nextOrdParams(Date.parse(nowIso), conversationId), nowIso],
       };
     },
 
@@ -186,13 +180,15 @@ function createSyncWrites() {
      * A received turn stored at `seq`, verbatim with its origin and order key, indexed for full-text search
      * and with its token count (the statements append() writes for a turn written here).
      */
-    insertTurn(conversationId: string, seq: number, t: SyncTurn & { message: ChatMessage; text: string; createdMs: number }, via: string, countKey: string | null, tokens: number, nowIso: string): Statement[] {
+    insertTurn(conversationId: string, t: SyncTurn & { message: ChatMessage; text: string; createdMs: number; place: Place }, via: string, countKey: string | null, tokens: number, nowIso: string): Statement[] {
       const m = t.message;
+      const p = t.place;
       const out: Statement[] = [{
-        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, via)
-              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
-        params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null), m.toolCalls ? JSON.stringify(m.toolCalls) : null,
-          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, via],
+        // Off the path: the move that follows in the same transaction gives it its place.
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin, origin_ord, via, branch, fork_after, fork_branch, fork_ord)
+              VALUES (${NEXT_ROWID}, ?, ${OFF_PATH_SEQ} - ${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+        params: [conversationId, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null), m.toolCalls ? JSON.stringify(m.toolCalls) : null,
+          m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, t.origin, t.ord, via, p.branch, p.forkAfter, p.forkBranch, p.forkOrd],
       }, {
         sql: 'INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND id = ?), ?, ?)',
         params: [conversationId, t.id, t.text, m.name ?? ''],

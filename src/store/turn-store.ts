@@ -5,6 +5,22 @@ import { describe } from '../common/messages.js';
 import { inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from './in-lists.js';
 import { attachmentRefStatement, pieceSize, putAttachmentStatements, type NewAttachment } from './attachment-store.js';
+import { NEXT_ORD, NEXT_ROWID, nextOrdParams } from './order.js';
+import type { Place } from './tree.js';
+
+/** A turn on the conversation's first branch. */
+const FIRST_BRANCH: Place = { branch: '', forkAfter: null, forkBranch: null, forkOrd: null };
+
+/** Where append writes: the branch (default: the first), the first seq (default: after the path), statements to run first in its transaction. */
+export interface AppendAt {
+  place?: Place;
+  base?: number;
+  before?: Statement[];
+}
+
+export { NEXT_ORD, NEXT_ROWID } from './order.js';
+export { turnRowBytes, turnRowError } from './turn-rows.js';
+import { turnRowError } from './turn-rows.js';
 
 // The IN-list helpers lived here first: other stores import them from this module.
 export { IN_CHUNK, chunks, inChunks, placeholders } from './in-lists.js';
@@ -29,6 +45,8 @@ export interface NewTurn {
   createdAt: string;
   createdMs: number;
   tokens: number;
+  /** Its branch when not the append's (an import writes several branches at once). */
+  place?: Place;
 }
 
 /** A turn's row as SQLite gives it. */
@@ -87,36 +105,6 @@ export function turnMessage(t: StoredTurn): ChatMessage {
   return m;
 }
 
-// A turn row's bytes besides its strings: the record header (a varint per column) and its integers, with room to spare.
-const ROW_OVERHEAD = 256;
-// What append writes besides the message: created_at and stored_at (ISO 8601), content_hash (SHA-256 in hex).
-const FIXED_TEXT = 24 + 24 + 64;
-
-/**
- * The bytes of the row a message is stored as: its content as JSON, its text (content and tool calls again), its tool
- * calls as JSON, ids and name, and the fixed columns. JSON escapes make this up to 7 times the text's bytes (a control
- * character is 1 byte of text and 6 of JSON), which is why it is measured rather than derived from maxMessageBytes.
- */
-export function turnRowBytes(conversationId: string, id: string, message: ChatMessage, text: string): number {
-  return ROW_OVERHEAD + FIXED_TEXT + utf8Bytes(conversationId) + utf8Bytes(id) + message.role.length + utf8Bytes(message.name ?? '')
-    // An attachment's bytes are stored apart, in pieces: the row holds its id.
-    + utf8Bytes(JSON.stringify(message.content ?? null, (key, value: unknown) => (key === 'data' ? undefined : value))) + (message.toolCalls ? utf8Bytes(JSON.stringify(message.toolCalls)) : 0)
-    + utf8Bytes(message.toolCallId ?? '') + utf8Bytes(text);
-}
-
-/**
- * MESSAGE_TOO_LARGE when a message's row would be over the driver's row limit (2 MB at the edge), else null. Checked
- * where turns are written (append, and import's first step for every turn before it writes any), not by capping
- * maxMessageBytes: that counts text, and the row may hold up to 7 times as much.
- */
-export function turnRowError(limits: StorageLimits, driverName: string, conversationId: string, id: string, message: ChatMessage, text: string, path?: string): PagewiseError | null {
-  const bytes = turnRowBytes(conversationId, id, message, text);
-  if (bytes <= limits.maxRowBytes) return null;
-  return new PagewiseError('MESSAGE_TOO_LARGE', 'store',
-    `Message ${describe(id)} would be stored as a row of ${bytes} bytes (its content as JSON, its text and tool calls), over the ${limits.maxRowBytes}-byte row limit of the ${driverName} storage; nothing was stored. Split it into smaller messages or shorten its tool results.`,
-    path === undefined ? undefined : { path });
-}
-
 type ConversationRow = { id: string; created_at: string; updated_at: string; turns: number };
 
 function conversationInfo(r: ConversationRow): ConversationInfo {
@@ -136,7 +124,7 @@ function createConversationFacts(driver: StorageDriver) {
     async of(conversationId: string) {
       let f = facts.get(conversationId);
       if (!f) {
-        const count = await driver.query<{ n: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM turns WHERE conversation_id = ?', [conversationId]);
+        const count = await driver.query<{ n: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM turns WHERE conversation_id = ? AND seq >= 0', [conversationId]);
         f = { turns: Number(count[0]?.n ?? 0), speakers: null };
         if (f.turns > 0) facts.set(conversationId, f);
       }
@@ -164,7 +152,7 @@ function createConversations(driver: StorageDriver, facts: ConversationFacts) {
   return {
     async conversation(id: string): Promise<ConversationInfo | null> {
       const rows = await driver.query<ConversationRow>(
-        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id AND t.seq >= 0) AS turns
          FROM conversations c WHERE c.id = ?`, [id]);
       const r = rows[0];
       return r ? conversationInfo(r) : null;
@@ -172,7 +160,7 @@ function createConversations(driver: StorageDriver, facts: ConversationFacts) {
 
     async conversations(): Promise<ConversationInfo[]> {
       const rows = await driver.query<ConversationRow>(
-        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turns
+        `SELECT c.id, c.created_at, c.updated_at, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id AND t.seq >= 0) AS turns
          FROM conversations c ORDER BY c.updated_at DESC, c.id`);
       return rows.map(conversationInfo);
     },
@@ -186,7 +174,7 @@ function createConversations(driver: StorageDriver, facts: ConversationFacts) {
       const f = await facts.of(conversationId);
       if (f.turns === 0) return [];
       if (f.speakers === null) {
-        const names = await driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND name IS NOT NULL', [conversationId]);
+        const names = await driver.query<{ name: string }>('SELECT DISTINCT name FROM turns WHERE conversation_id = ? AND seq >= 0 AND name IS NOT NULL', [conversationId]);
         f.speakers = new Set(names.map((r) => r.name));
       }
       return [...f.speakers];
@@ -211,7 +199,7 @@ function createTurnReads(driver: StorageDriver, per: number) {
 
     /** The newest turns older than `beforeSeq`, newest first. */
     before(conversationId: string, beforeSeq: number, limit: number): Promise<TurnRecord[]> {
-      return selectTurns('conversation_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?', [conversationId, beforeSeq, limit]);
+      return selectTurns('conversation_id = ? AND seq >= 0 AND seq < ? ORDER BY seq DESC LIMIT ?', [conversationId, beforeSeq, limit]);
     },
 
     async bySeqs(conversationId: string, seqs: readonly number[]): Promise<TurnRecord[]> {
@@ -224,14 +212,14 @@ function createTurnReads(driver: StorageDriver, per: number) {
     },
 
     async byHashes(conversationId: string, hashes: readonly string[]): Promise<TurnRecord[]> {
-      const rows = await inChunks(hashes, (chunk) => selectTurns(`conversation_id = ? AND content_hash IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]), per);
+      const rows = await inChunks(hashes, (chunk) => selectTurns(`conversation_id = ? AND seq >= 0 AND content_hash IN (${placeholders(chunk.length)}) ORDER BY seq`, [conversationId, ...chunk]), per);
       return hashes.length > per ? rows.sort((a, b) => a.seq - b.seq) : rows;
     },
 
     /** Seqs of turns written in `[fromMs, toMs)`, earliest first. */
     async inWindow(conversationId: string, fromMs: number, toMs: number, limit: number): Promise<number[]> {
       const rows = await driver.query<{ seq: number }>(
-        'SELECT seq FROM turns WHERE conversation_id = ? AND created_ms >= ? AND created_ms < ? ORDER BY created_ms, seq LIMIT ?',
+        'SELECT seq FROM turns WHERE conversation_id = ? AND created_ms >= ? AND created_ms < ? AND seq >= 0 ORDER BY created_ms, seq LIMIT ?',
         [conversationId, fromMs, toMs, limit]);
       return rows.map((r) => Number(r.seq));
     },
@@ -246,9 +234,17 @@ function createTurnIndex(driver: StorageDriver, per: number) {
       const rows = await driver.query<{ seq: number; score: number }>(
         `SELECT t.seq AS seq, -bm25(turns_fts, 1.0, 0.5) AS score
          FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid
-         WHERE turns_fts MATCH ? AND t.conversation_id = ?
+         WHERE turns_fts MATCH ? AND t.conversation_id = ? AND t.seq >= 0
          ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
       return rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
+    },
+
+    /** BM25 over the turns off the current branch (branches the conversation left), best first. */
+    async searchOther(conversationId: string, match: string, limit: number): Promise<TurnRecord[]> {
+      const rows = await driver.query<TurnRow>(
+        `SELECT ${TURN_COLUMNS.split(', ').map((c) => `t.${c}`).join(', ')} FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid
+         WHERE turns_fts MATCH ? AND t.conversation_id = ? AND t.seq < 0 ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
+      return rows.map(toRecord);
     },
 
     /** How many turns (of every conversation) hold each index token; absent: none. */
@@ -291,17 +287,17 @@ function createTurnIndex(driver: StorageDriver, per: number) {
 /** Appending turns: one transaction per append, each row checked against the driver's limits; keeps `facts` current. */
 function createTurnWriter(driver: StorageDriver, limits: StorageLimits, facts: ConversationFacts) {
   const nextSeq = async (conversationId: string): Promise<number> => {
-    const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ?', [conversationId]);
+    const rows = await driver.query<{ next: number }>('SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM turns WHERE conversation_id = ? AND seq >= 0', [conversationId]);
     return Number(rows[0]?.next ?? 0);
   };
 
   /** Throws MESSAGE_TOO_LARGE, before anything is written, when a turn's row would be over the row limit. */
-  function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string): Statement[] {
+  function appendStatements(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string, place: Place = FIRST_BRANCH): Statement[] {
     for (const t of turns) {
       const error = turnRowError(limits, driver.name, conversationId, t.id, t.message, t.text);
       if (error) throw error;
     }
-    return appendRows(conversationId, base, turns, countKey, nowIso, pieceSize(limits));
+    return appendRows(conversationId, base, turns, countKey, nowIso, pieceSize(limits), place);
   }
 
   return {
@@ -309,10 +305,10 @@ function createTurnWriter(driver: StorageDriver, limits: StorageLimits, facts: C
      * Appends turns at the end of the conversation in one transaction: the conversation row, the turns, their FTS
      * entries and token counts move together or not at all.
      */
-    async append(conversationId: string, turns: NewTurn[], countKey: string | null, nowIso: string): Promise<void> {
-      const base = await nextSeq(conversationId);
+    async append(conversationId: string, turns: NewTurn[], countKey: string | null, nowIso: string, at: AppendAt = {}): Promise<void> {
+      const base = at.base ?? await nextSeq(conversationId);
       try {
-        await driver.batch(appendStatements(conversationId, base, turns, countKey, nowIso));
+        await driver.batch([...(at.before ?? []), ...appendStatements(conversationId, base, turns, countKey, nowIso, at.place)]);
       } catch (error) {
         // A driver may fail after its commit (or half-way, without a transaction): what is stored is unknown, so
         // the cached count and speakers are dropped and read again next time.
@@ -347,23 +343,10 @@ export function createTurnStore(driver: StorageDriver) {
   };
 }
 
-/**
- * The row id a new turn gets: past every row id a turn ever had. Sync reads a replica's turns after a row id (its
- * cursor), so an id freed by forget must never be given again: forget records the highest it removed ('turns:floor').
- */
-export const NEXT_ROWID = `(SELECT MAX(COALESCE(MAX(rowid), 0), COALESCE((SELECT CAST(value AS INTEGER) FROM pagewise_meta WHERE key = 'turns:floor'), 0)) + 1 FROM turns)`;
+/** A fork's branch or order key: as given, else read from the turn it follows (an import knows only its id). */
+const FORK_OF = (column: string) => `COALESCE(?, (SELECT ${column} FROM turns WHERE conversation_id = ? AND id = ?))`;
 
-/**
- * A new turn's order key (schema 9): the time of writing in ms, or one past the conversation's largest key when that
- * is later — of its turns and of the clocks its forgets carry (a hybrid logical clock: a turn written here sorts
- * after every turn this replica held then, and counts as written after every forget it had heard of). Binds the
- * time, then the conversation id twice.
- */
-export const NEXT_ORD = `MAX(?, (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM turns WHERE conversation_id = ?),
-  (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM sync_tombstones WHERE conversation_id = ?))`;
-
-
-function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string, piece: number): Statement[] {
+function appendRows(conversationId: string, base: number, turns: readonly NewTurn[], countKey: string | null, nowIso: string, piece: number, place: Place): Statement[] {
   const statements: Statement[] = [
     { sql: 'INSERT OR IGNORE INTO conversations (id, created_at, updated_at) VALUES (?, ?, ?)', params: [conversationId, nowIso, nowIso] },
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
@@ -372,14 +355,15 @@ function appendRows(conversationId: string, base: number, turns: readonly NewTur
   turns.forEach((t, i) => {
     const m = t.message;
     const seq = base + i;
+    const at = t.place ?? place;
     if (t.attachments && t.attachments.length > 0) statements.push(...putAttachmentStatements(piece, t.attachments, nowIso));
     statements.push({
         // Written here: origin '' (this replica), its order key the conversation's clock (sync, schema 9).
-        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord)
-              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${NEXT_ORD})`,
+        sql: `INSERT INTO turns (rowid, conversation_id, seq, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, branch, fork_after, fork_branch, fork_ord, origin_ord)
+              VALUES (${NEXT_ROWID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${FORK_OF('branch')}, ${FORK_OF('origin_ord')}, ${NEXT_ORD})`,
         params: [conversationId, seq, t.id, m.role, m.name ?? null, JSON.stringify(m.content ?? null),
           m.toolCalls ? JSON.stringify(m.toolCalls) : null, m.toolCallId ?? null, t.createdAt, t.createdMs, nowIso, t.contentHash, t.text, m.private ? 1 : 0,
-          nowMs, conversationId, conversationId],
+          at.branch, at.forkAfter, at.forkBranch, conversationId, at.forkAfter, at.forkOrd, conversationId, at.forkAfter, ...nextOrdParams(nowMs, conversationId)],
     }, {
       sql: `INSERT INTO turns_fts (rowid, text, name) VALUES ((SELECT rowid FROM turns WHERE conversation_id = ? AND seq = ?), ?, ?)`,
       params: [conversationId, seq, t.text, m.name ?? ''],

@@ -271,7 +271,8 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     // Only a system prompt before the new message: the conversation comes from memory.
     const withHistory = before.some((m) => m.role !== 'system');
     const ctxs = await memory.onMessageInbound({
-      conversationId, message, ...(after.length > 0 ? { after } : {}), ...(withHistory ? { history: before } : {}), rewriteHistory: false, mediaTokens: protocol.mediaTokens,
+      // The request is the conversation as the app holds it: an edited message or a regenerated reply moves memory to that branch.
+      conversationId, message, ...(after.length > 0 ? { after } : {}), ...(withHistory ? { history: before } : {}), rewriteHistory: false, wholeHistory: true, mediaTokens: protocol.mediaTokens,
     });
     const { kept, newAt } = keptMessages(protocol, raw, read, round, ctxs, withHistory);
     const added = memoryAdded(ctxs);

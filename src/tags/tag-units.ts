@@ -157,7 +157,7 @@ export function createUnitReader(driver: StorageDriver, limits: Readonly<Storage
       const rows = await driver.query<{ tag: string }>(
         `WITH p AS (SELECT DISTINCT u.unit_seq FROM turns t INDEXED BY turns_private
            JOIN units u ON u.conversation_id = ?1 AND u.unit_seq = (SELECT MAX(unit_seq) FROM units WHERE conversation_id = ?1 AND unit_seq <= t.seq)
-           WHERE t.conversation_id = ?1 AND t.private = 1 AND u.end_seq >= t.seq)
+           WHERE t.conversation_id = ?1 AND t.private = 1 AND t.seq >= 0 AND u.end_seq >= t.seq)
          SELECT DISTINCT c.tag FROM p CROSS JOIN unit_tags c INDEXED BY unit_tags_by_unit ON c.conversation_id = ?1 AND c.unit_seq = p.unit_seq
            WHERE NOT EXISTS (SELECT 1 FROM unit_tags o WHERE o.conversation_id = ?1 AND o.tag = c.tag AND o.unit_seq NOT IN (SELECT unit_seq FROM p))`,
         [conversationId]);

@@ -158,7 +158,7 @@ const driverCases: DriverCase[] = [
       await migrate(d);
       equal(await d.query("SELECT value FROM pagewise_meta WHERE key = 'schema_version'"), [{ value: String(SCHEMA_VERSION) }], 'version');
       await d.batch([
-        { sql: "INSERT INTO conversations VALUES ('c', 'x', 'x')" },
+        { sql: "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', 'x', 'x')" },
         { sql: `INSERT INTO turns (conversation_id, seq, id, role, content, created_at, created_ms, stored_at, content_hash, text)
                 VALUES ('c', 0, 't0', 'user', '"hi"', 'x', 0, 'x', 'h', 'hi')` },
       ]);

@@ -442,7 +442,7 @@ describe('pagewise/ai-sdk follows the engine\'s sources exactly', () => {
           conversationId: input.conversationId, prependText: '<context-topics>deploys</context-topics>', recallText: 'RECALLED',
           messages: [h[0]!, h[4]!, h[5]!, { role: 'system', content: 'RECALLED' }, input.message],
           sources: [{ kind: 'history', index: 0 }, { kind: 'history', index: 4 }, { kind: 'history', index: 5 }, { kind: 'memory' }, { kind: 'message' }],
-          budget: {} as AssembledContext['budget'], manifest: [], dropped: [], matchedTags: [], broad: false, temporal: false,
+          budget: {} as AssembledContext['budget'], manifest: [], dropped: [], matchedTags: [], broad: false, temporal: false, head: null,
         };
       },
       async onTurnComplete(input: { messages: ChatMessage[] }) {

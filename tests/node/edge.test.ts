@@ -160,6 +160,28 @@ describe('PagewiseMemory: the engine in a Durable Object, over Workers RPC', () 
     expect(ctx.recallText).toContain('Friday');
   }, 60_000);
 
+  it('a fork early in a 1,200-turn conversation, and back: positions move in statements within the platform\'s limits', async () => {
+    const o = 'forks';
+    for (let b = 0; b < 6; b++) {
+      const r = await call(o, 'onTurnComplete', { conversationId: o, messages: Array.from({ length: 100 }, (_, k) => turn(b * 100 + k)).flat() });
+      expect(r.error, JSON.stringify(r.error)).toBeUndefined();
+    }
+    // An edit of the 11th question: the new branch has 10 exchanges before it.
+    const edit = await call(o, 'onTurnComplete', { conversationId: o, messages: [{ role: 'user', id: 'e10', content: 'Edited: what about the tomatoes instead?' }, { role: 'assistant', id: 'f10', content: 'Tomatoes want sun.' }], parentId: 'a9' });
+    expect(edit.error, JSON.stringify(edit.error)).toBeUndefined();
+    const ids = async () => ((await call(o, 'turns', o, { limit: 2000 })).value as { id: string }[]).map((t) => t.id);
+    expect(await ids()).toEqual([...Array.from({ length: 10 }, (_, i) => [`u${i}`, `a${i}`]).flat(), 'e10', 'f10']);
+    const ctx = await call(o, 'onMessageInbound', { conversationId: o, message: { role: 'user', content: 'When should I water the beans?' } });
+    expect((ctx.value as { head: string }).head).toBe('f10');
+    // Back to the long branch: 1,190 turns move onto the path again, and its tags are made again.
+    const back = await call(o, 'checkout', o, 'u10');
+    expect(back.error, JSON.stringify(back.error)).toBeUndefined();
+    expect((back.value as { head: string }).head).toBe('a599');
+    expect(await ids()).toHaveLength(1200);
+    const tree = (await call(o, 'branches', o)).value as { branches: unknown[]; forks: unknown[] };
+    expect(tree.forks).toEqual([{ after: 'a9', starts: ['u10', 'e10'] }]);
+  }, 120_000);
+
   it('per user: one object, several conversations', async () => {
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/1', messages: turn(1) });
     await callUser('ana', 'onTurnComplete', { conversationId: 'ana/2', messages: turn(2) });
