@@ -14,12 +14,15 @@ import type { ExportData } from '../contracts/types-data.js';
 import type { MemoryOptions } from '../contracts/types.js';
 import type { McpHttpOptions } from './mcp-http.js';
 import { syncCommand } from './cli-sync.js';
+import { branchCommands } from './cli-branches.js';
 
 const USAGE = `pagewise <command> [options]
 
 Commands (a database file: --db, default ./pagewise.sqlite3):
   status                       conversations with their turns, tags and summaries
   tags                         the tags of --conversation, most used first
+  branches ID                  the branches of conversation ID (edits and regenerations fork it): a table, * current
+  checkout ID MESSAGE_ID       make the branch through MESSAGE_ID current (what recall reads); nothing is deleted
   recall TAG                   the turns of --conversation that carry TAG
   retrieve -m TEXT             what memory would page in for TEXT (JSON: manifest, budget, dropped)
   transform -m TEXT            the assembled context for TEXT (the messages to send)
@@ -144,8 +147,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  const known = ['status', 'tags', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'import', 'export', 'forget', 'replay', 'mcp', 'sync'];
-  if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command !== 'mcp' && command !== 'sync' && !COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   if (command === 'sync' && !rest[0]) throw new UsageError('sync URL|FILE: a sync endpoint (https://…/v1/pagewise/sync) or another database file');
   // Checked before the database opens: a server that would run unguarded must not start at all.
   const served = command === 'mcp' ? await mcpFlags(v) : undefined;
@@ -157,7 +159,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     if (command === 'mcp') return await mcp(memory, served);
     if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (path) => createMemory({ ...engineOptions(), storage: fileStorage(path) }) });
-    return await run(memory, command, rest, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input });
+    return await COMMANDS.get(command)!(memory, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input }, rest, command);
   } finally {
     await memory.close();
   }
@@ -253,13 +255,8 @@ const COMMANDS = new Map<string, Command>([
   }],
   ['import', importFile],
   ['replay', importFile],
+  ...branchCommands((message) => new UsageError(message)),
 ]);
-
-async function run(memory: Memory, command: string, rest: string[], c: Context): Promise<number> {
-  const handler = COMMANDS.get(command);
-  if (!handler) throw new UsageError(`unknown command "${command}"`);
-  return handler(memory, c, rest, command);
-}
 
 async function status(memory: Memory, c: Context): Promise<number> {
   const conversations = await memory.conversations();
@@ -378,6 +375,7 @@ const CLI_WORDS: [string, string][] = [
   ['memory.export()', '`pagewise export`'],
   ['memory.turns()', '`pagewise export -c ID`'],
   ['memory.tags()', '`pagewise tags -c ID`'],
+  ['memory.branches()', '`pagewise branches ID`'],
   ['memory.forget()', '`pagewise forget`'],
   ['memory.close()', 'stop the process that holds it'],
 ];

@@ -85,14 +85,14 @@ function registerTools(server: McpServer, memory: Memory, log: Log): void {
   });
 
   server.registerTool('remember', {
-    description: `Store an exchange (the messages of a turn, verbatim). Sending the same messages again stores nothing twice. Reports progress when asked (progressToken). ${IDS}`,
-    inputSchema: { conversationId: z.string(), messages: z.array(message).min(1) },
-  }, ({ conversationId, messages }, extra) => answer(c('remember', extra), async () => {
+    description: `Store an exchange (the messages of a turn, verbatim). Sending the same messages again stores nothing twice. parentId: the stored message the first one follows — an edited message or a regenerated reply forks the conversation there (null: it starts the conversation over); left out, they follow the current branch. Reports progress when asked (progressToken). ${IDS}`,
+    inputSchema: { conversationId: z.string(), messages: z.array(message).min(1), parentId: z.string().nullable().optional() },
+  }, ({ conversationId, messages, parentId }, extra) => answer(c('remember', extra), async () => {
     // One engine call (splitting it would change which messages count as already stored): progress at its start
     // and end, each stage named.
     const report = progress(extra);
     await report(0, messages.length, `storing ${messages.length} message(s)`);
-    const result = await memory.onTurnComplete({ conversationId, messages: messages as ChatMessage[] });
+    const result = await memory.onTurnComplete({ conversationId, messages: messages as ChatMessage[], ...(parentId !== undefined ? { parentId } : {}) });
     await report(messages.length, messages.length, `stored ${result.stored}, ${result.skipped} already stored`);
     if (result.compaction) await log(extra, 'info', { event: 'compacted', conversationId: inline(conversationId), turns: result.compaction.turnsCompacted, summaries: result.compaction.summariesMade });
     return result;
@@ -130,10 +130,27 @@ function registerTools(server: McpServer, memory: Memory, log: Log): void {
   }));
 
   server.registerTool('forget', {
-    description: `Forget a conversation, some of its messages, or every exchange about a tag — everything derived from them too. ${IDS}`,
-    inputSchema: { conversationId: z.string(), messageIds: z.array(z.string()).min(1).optional(), tag: z.string().optional() },
+    description: `Forget a conversation, some of its messages, every exchange about a tag, or a branch (a message and everything after it on any branch through it: an abandoned branch by its start, as list_branches shows it) — everything derived from them too. ${IDS}`,
+    inputSchema: { conversationId: z.string(), messageIds: z.array(z.string()).min(1).optional(), tag: z.string().optional(), branch: z.string().optional() },
     annotations: { destructiveHint: true },
-  }, ({ conversationId, messageIds, tag }, extra) => answer(c('forget', extra), () => memory.forget({ conversationId, ...(messageIds ? { messageIds } : {}), ...(tag ? { tag } : {}) })));
+  }, ({ conversationId, messageIds, tag, branch }, extra) => answer(c('forget', extra), () => memory.forget({ conversationId, ...(messageIds ? { messageIds } : {}), ...(tag ? { tag } : {}), ...(branch !== undefined ? { branch } : {}) })));
+
+  registerBranchTools(server, memory, log);
+}
+
+/** The conversation as a tree: edits and regenerations fork it; memory reads the branch it is on. */
+function registerBranchTools(server: McpServer, memory: Memory, log: Log): void {
+  server.registerTool('list_branches', {
+    description: `A conversation's branches (an edited message or a regenerated reply forks it): for each its first message (start), the message it forks after (null: the conversation's start), its last message (tip), its own turns, first and last times, whether it is current and how many of its messages are on the current path; the places with alternatives (forks: after, starts); the head (the message the conversation is at). ${IDS}`,
+    inputSchema: { conversationId: z.string() },
+    annotations: { readOnlyHint: true },
+  }, ({ conversationId }, extra) => answer({ tool: 'list_branches', extra, log }, () => memory.branches(conversationId)));
+
+  server.registerTool('checkout_branch', {
+    description: `Switch a conversation to the branch through a message (any message of it: a fork's start, a tip): the path to that message, then on to the message written last below it. Recall and everything else read that branch from now on; nothing is deleted. Answers the branch list after the switch. Message ids: list_branches. ${IDS}`,
+    inputSchema: { conversationId: z.string(), messageId: z.string() },
+    annotations: { destructiveHint: false, idempotentHint: true },
+  }, ({ conversationId, messageId }, extra) => answer({ tool: 'checkout_branch', extra, log }, () => memory.checkout(conversationId, messageId)));
 }
 
 type MediaContent = { type: 'image' | 'audio'; data: string; mimeType: string } | { type: 'resource'; resource: { uri: string; mimeType: string; blob: string } };

@@ -21,7 +21,7 @@ const text = (r: unknown) => (r as TextResult).content[0]!.text;
 
 async function exercise(client: Client): Promise<void> {
   const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-  expect(tools).toEqual(['compact_context', 'domain_status', 'expand_topic', 'forget', 'get_attachment', 'recall_context', 'remember']);
+  expect(tools).toEqual(['checkout_branch', 'compact_context', 'domain_status', 'expand_topic', 'forget', 'get_attachment', 'list_branches', 'recall_context', 'remember']);
   const stored = await client.callTool({ name: 'remember', arguments: { conversationId: 'c1', messages: [
     { role: 'user', content: 'The staging database password rotates every Friday at noon.', id: 'm1' },
     { role: 'assistant', content: 'Noted: staging rotates on Fridays at noon.', id: 'm2' },
