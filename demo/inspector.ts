@@ -13,10 +13,12 @@ export interface InspectorView {
   protectedRecentTurns: number;
   /** Whose rule counted the images (the provider's): each attachment's tokens are shown by it. */
   mediaRule: MediaRule;
+  /** The branch recall read (branches.ts's branchNote), once the request's message is stored. */
+  branch?: string | undefined;
 }
 
 export function clearInspector(): void {
-  for (const id of ['budget', 'legend', 'dropped', 'flags', 'sent']) $(id).replaceChildren();
+  for (const id of ['budget', 'legend', 'dropped', 'flags', 'sent', 'branch']) $(id).replaceChildren();
   $('why').textContent = EMPTY;
   $('manifest').querySelector('tbody')!.replaceChildren();
 }
@@ -77,6 +79,7 @@ function why(ctx: AssembledContext, view: InspectorView): string {
 export function renderContext(ctx: AssembledContext, view: InspectorView): void {
   const newId = ctx.manifest.find((e) => e.kind === 'message')?.sourceIds[0];
   $('why').textContent = why(ctx, view);
+  $('branch').textContent = view.branch ?? '';
 
 // The budget's parts in the order they are spent, each with its colour in the bar and the legend.
 const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint'], ['recalled', 'recalled memory'], ['history', 'history'], ['message', 'new message'], ['overhead', 'overhead'], ['free', 'free'], ['reserve', 'reserve (reply)']];

@@ -1,57 +1,31 @@
 import { get, set } from 'idb-keyval';
-import { connect, type ConnectedMemory, type StorageStatus } from '../src/client.js';
+import { connect, type ConnectedMemory } from '../src/client.js';
 import { parseConversationFile, type ImportedConversation } from '../src/surfaces/formats.js';
-import type { AssembledContext, ChatMessage, CompactionReport, EmbeddingProgress, MediaRule, ModelProgress, StoredTurn } from '../src/contracts/types.js';
+import type { ChatMessage, EmbeddingProgress, MediaRule, StoredTurn, TurnReport } from '../src/contracts/types.js';
+import type { BranchList } from '../src/contracts/types-branches.js';
 import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
 import { $, el } from './dom.js';
 import { clearInspector, jump, renderContext } from './inspector.js';
 import { EXAMPLE, EXAMPLE_QUESTION } from './example.js';
-import { ENGINE_KEYS, type Settings, readForm, readable, settingsForm, validate, writeForm } from './settings.js';
+import { ENGINE_KEYS, type Settings, readForm, settingsForm, validate, writeForm } from './settings.js';
+import { showError, showModel, showStorage, statusEl } from './status.js';
 import { setupSync } from './sync.js';
-import { type PendingImage, contentOf, forgetThumbnails, pendingImages, refusal, remove, setupComposer, turnImages, withoutBytes } from './attachments.js';
+import { type PendingImage, contentOf, forgetThumbnails, pendingImages, refusal, remove, setupComposer, turnImages } from './attachments.js';
+import { type Placing, branchNote, forkSwitch, versionAction } from './branches.js';
+import { type Inspected, inspection, keepInspection, loadInspections, logCompaction, renderCompactionLog } from './records.js';
 
-const statusEl = $('status');
 let memory: ConnectedMemory | undefined;
 // The engine being started; sends wait for it instead of being lost during a restart.
 let starting: Promise<void> = Promise.resolve();
 let settings: Settings;
 let conversationId = 'demo';
-let last: AssembledContext | undefined;
+let last: Inspected | undefined;
 // Replay: the loaded file's questions, and the evidence of the one asked last.
 let replay: ImportedConversation | undefined;
 let evidence = new Set<string>();
 // The open conversation's turn numbers by id: the inspector names sources as the chat does (#13).
 let seqs = new Map<string, number>();
-
-// Each request's context, by the id of the message it was assembled for (the last 40 of a conversation, kept with
-// idb-keyval so a reload keeps them): a stored turn's "inspect" shows what was sent with it.
-const INSPECTED = 40;
-let inspections = new Map<string, AssembledContext>();
-const inspectKey = () => `pagewise-demo-inspect:${conversationId}`;
-async function loadInspections(): Promise<void> {
-  inspections = new Map((await get<[string, AssembledContext][]>(inspectKey())) ?? []);
-}
-async function keepInspection(id: string, ctx: AssembledContext): Promise<void> {
-  inspections.set(id, await withoutBytes(ctx));
-  while (inspections.size > INSPECTED) inspections.delete(inspections.keys().next().value as string);
-  await set(inspectKey(), [...inspections]);
-}
-
-// The compaction log: every compaction a call reported (hard, soft, manual), newest first.
-const logKey = () => `pagewise-demo-compactions:${conversationId}`;
-async function logCompaction(report: CompactionReport | null): Promise<void> {
-  if (!report) return;
-  const log = (await get<(CompactionReport & { at: string })[]>(logKey())) ?? [];
-  log.unshift({ ...report, at: new Date().toISOString() });
-  await set(logKey(), log.slice(0, 50));
-}
-async function renderCompactionLog(): Promise<void> {
-  const log = (await get<(CompactionReport & { at: string })[]>(logKey())) ?? [];
-  $('compaction-log').replaceChildren(...log.map((r) => el('li', {
-    textContent: `${r.at.slice(11, 19)} · ${r.trigger}: ${r.turnsCompacted} turns → ${r.summariesMade} summaries, ${r.tokensFreed} tokens freed${r.tagsCovered.length ? ` (${r.tagsCovered.slice(0, 4).join(', ')})` : ''}`,
-  })));
-}
 
 function showMode(): void {
   $('mode').textContent = settings.provider === 'offline' ? '· offline: replies come from memory alone and are not stored'
@@ -59,53 +33,12 @@ function showMode(): void {
   document.body.dataset.provider = settings.provider;
 }
 
-function showError(e: unknown, where: HTMLElement = statusEl): void {
-  const code = (e as { code?: unknown } | null)?.code;
-  const span = el('span', { className: 'error', textContent: readable(e) });
-  // The code stays at hand for developers (and tests) without being the first thing a person reads.
-  if (typeof code === 'string') { span.dataset.code = code; span.title = code; }
-  where.replaceChildren(span);
-}
-
-/** Where the memory lives. In memory only (OPFS could not open): a banner no one can miss. */
-function showStorage(storage: StorageStatus): void {
-  const banner = $('storage-banner');
-  document.body.dataset.storage = storage.persistent === false ? 'memory' : 'opfs';
-  if (storage.persistent === false) {
-    statusEl.textContent = 'ready · in memory only: nothing survives a reload';
-    banner.hidden = false;
-    banner.replaceChildren(el('strong', { textContent: 'Memory will not survive a reload. ' }),
-      'This browser could not open its storage (OPFS — a private window or an old browser?), so this session runs in memory: everything you add is gone when you reload or close the tab. Export a conversation to keep it.',
-      el('span', { className: 'small reason', textContent: ` (${storage.fallbackReason ?? 'no OPFS'})` }));
-  } else {
-    statusEl.textContent = 'ready · SQLite on OPFS in a worker: kept across reloads';
-    banner.hidden = true;
-  }
-}
-
 // Images are counted by the rule of the provider they go to (offline: OpenAI's, the engine's default).
 const mediaRule = (): MediaRule => (settings.provider === 'anthropic' ? 'anthropic' : 'openai');
 
 /** The inspector for `ctx`, its sources named by the chat's turn numbers. */
-function inspect(ctx: AssembledContext): void {
-  renderContext(ctx, { seqOf: (id) => seqs.get(id), targetTokens: settings.targetTokens, protectedRecentTurns: settings.protectedRecentTurns, mediaRule: mediaRule() });
-}
-
-const modelEl = $('model');
-const modelBar = $<HTMLProgressElement>('model-progress');
-
-/** The embedding model's load (23 MB the first time, then from the HTTP cache): progress, then ready. */
-function showModel(p: ModelProgress): void {
-  modelBar.value = p.progress ?? 0;
-  if (p.status === 'ready') {
-    modelEl.textContent = `embedding model: ready (all-MiniLM-L6-v2 on ${p.device ?? 'wasm'}, in its own worker)`;
-    modelBar.hidden = true;
-    document.body.dataset.model = 'ready';
-  } else {
-    modelEl.textContent = `embedding model: loading ${Math.round((p.progress ?? 0) * 100)}%${p.file ? ` (${p.file})` : ''}`;
-    modelBar.hidden = false;
-    document.body.dataset.model = 'loading';
-  }
+function inspect(ctx: Inspected): void {
+  renderContext(ctx, { seqOf: (id) => seqs.get(id), targetTokens: settings.targetTokens, protectedRecentTurns: settings.protectedRecentTurns, mediaRule: mediaRule(), branch: ctx.branch });
 }
 
 /** The background queue's progress for the open conversation. */
@@ -140,8 +73,17 @@ async function storedTurns(): Promise<StoredTurn[]> {
   });
 }
 
+async function branchList(): Promise<BranchList> {
+  const none: BranchList = { conversationId, head: null, branches: [], forks: [] };
+  if (!memory) return none;
+  return memory.branches(conversationId).catch((e: { code?: string }) => {
+    if (e.code === 'CONVERSATION_NOT_FOUND') return none;
+    throw e;
+  });
+}
+
 async function refresh(): Promise<void> {
-  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries(), renderCompactionLog()]);
+  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries(), renderCompactionLog(conversationId)]);
   // The new message is stored now: its number can replace "new".
   if (last) inspect(last);
 }
@@ -174,21 +116,21 @@ async function switchTo(id: string): Promise<void> {
   evidence = new Set();
   forgetThumbnails();
   await set('pagewise-demo-conversation', id);
-  await loadInspections();
+  await loadInspections(conversationId);
   clearInspector();
   await refresh();
 }
 
 async function renderTurns(): Promise<void> {
-  const turns = await storedTurns();
+  const [turns, tree] = await Promise.all([storedTurns(), branchList()]);
   seqs = new Map(turns.map((t) => [t.id, t.seq]));
   // First visit (or an empty conversation): one line on what to do, and both ways to start.
-  $('intro').hidden = turns.length > 0;
+  $('intro').hidden = turns.length > 0 || tree.branches.length > 0;
   const pinned = new Set(memory && turns.length > 0 ? await memory.pins(conversationId) : []);
   $('pins').replaceChildren(...[...pinned].map((id) => el('li', {}, el('a', { href: `#turn-${id}`, title: id, textContent: turns.find((t) => t.id === id)?.text.slice(0, 60) ?? id, onclick: (ev: Event) => { ev.preventDefault(); jump(id); } }))));
   const sent = new Set(last?.manifest.filter((e) => e.kind !== 'recall').flatMap((e) => e.sourceIds));
   const recalled = new Set(last?.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds));
-  $('turns').replaceChildren(...turns.map((t) => {
+  $('turns').replaceChildren(...turns.map((t, i) => {
     const classes = [t.role, sent.has(t.id) ? 'in-context' : '', recalled.has(t.id) ? 'recalled' : '', evidence.has(t.id) ? 'evidence' : ''];
     const li = el('li', { className: classes.filter(Boolean).join(' '), id: `turn-${t.id}` });
     li.dataset.id = t.id;
@@ -196,10 +138,10 @@ async function renderTurns(): Promise<void> {
       type: 'button', className: 'mini pin', textContent: pinned.has(t.id) ? 'unpin' : 'pin', title: 'A pinned message is recalled first whenever it is not in the history sent',
       onclick: () => { void (pinned.has(t.id) ? memory!.unpin(conversationId, t.id) : memory!.pin(conversationId, t.id)).then(renderTurns, (e) => showError(e)); },
     });
-    const seen = inspections.get(t.id);
+    const seen = inspection(t.id);
     const inspectButton = seen ? el('button', { type: 'button', className: 'mini inspect', textContent: 'inspect', title: 'Show what was sent with this message', onclick: () => { last = seen; inspect(seen); void renderTurns(); } }) : '';
     // The turn's text stays its last node (what a reader of the chat, and the browser tests, take as its text).
-    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, pin, inspectButton), turnImages(t.content), t.text);
+    li.append(el('span', { className: 'meta' }, `#${t.seq} · ${t.name ?? t.role} · ${t.createdAt.slice(0, 19).replace('T', ' ')} `, forkSwitch(turns, i, tree, switchBranch), pin, inspectButton, versionAction(turns, i, li, { ask, fail: (e) => showError(e, $('send-error')) })), turnImages(t.content), t.text);
     if (pinned.has(t.id)) li.classList.add('pinned');
     return li;
   }));
@@ -207,6 +149,11 @@ async function renderTurns(): Promise<void> {
   if (memory) showEmbedded(await memory.embeddingStatus(conversationId));
   const list = $('turns');
   list.scrollTop = list.scrollHeight;
+}
+
+/** The arrows: the branch through `messageId` becomes current (the path to it, then on to the last message below it). */
+function switchBranch(messageId: string): void {
+  memory?.checkout(conversationId, messageId).then(refresh).catch((e: unknown) => showError(e));
 }
 
 /** The reply's bubble while it streams (or the offline answer, which is shown and not stored). */
@@ -221,26 +168,50 @@ function liveBubble(label: string, text = ''): HTMLElement {
 }
 
 async function send(text: string, images: PendingImage[] = []): Promise<void> {
+  await ask({ id: crypto.randomUUID(), role: 'user', content: await contentOf(text, images) }, text);
+}
+
+/** After a request's message is stored: its compaction logged, the branch recall read noted, kept for "inspect". */
+async function settle(ctx: Inspected, id: string, report: TurnReport): Promise<void> {
+  await logCompaction(conversationId, report.compaction);
+  last = { ...ctx, branch: branchNote(await branchList(), await storedTurns(), id) };
+  await keepInspection(conversationId, id, last);
+}
+
+/**
+ * Asks and stores: after the head (a new message), or after `parentId` — an edit's new version, or (`regenerate`) the
+ * stored question `message` answered again — on a new branch beside what followed there before.
+ */
+async function ask(message: ChatMessage, text: string, at: Placing = {}): Promise<void> {
   await starting;
   if (!memory) throw new Error('the memory is not ready');
-  const message: ChatMessage = { id: crypto.randomUUID(), role: 'user', content: await contentOf(text, images) };
-  const ctx = await memory.onMessageInbound({ conversationId, message, mediaTokens: mediaRule() });
-  last = ctx;
-  inspect(ctx);
-  await keepInspection(message.id!, ctx);
-  if (settings.provider === 'offline') {
-    // Offline: only the user's message is stored; the answer is made from memory and shown, never remembered.
-    await logCompaction((await memory.onTurnComplete({ conversationId, messages: [message] })).compaction);
+  if (at.regenerate && settings.provider === 'offline') throw new Error('Regenerating needs a model: choose one in Settings.');
+  const where = at.parentId === undefined ? {} : { parentId: at.parentId };
+  // The request moves the conversation to the parent (recall reads the path to it): a failure moves it back.
+  const before = at.parentId === undefined ? null : (await branchList()).head;
+  try {
+    const ctx = await memory.onMessageInbound({ conversationId, message, mediaTokens: mediaRule(), ...where });
+    last = ctx;
+    inspect(ctx);
+    if (settings.provider === 'offline') {
+      // Offline: only the user's message is stored; the answer is made from memory and shown, never remembered.
+      await settle(ctx, message.id!, await memory.onTurnComplete({ conversationId, messages: [message], ...where }));
+      await refresh();
+      liveBubble('offline · from memory alone · not stored', offlineReply(ctx, text));
+      return;
+    }
+    await renderTurns();
+    const body = liveBubble(`${settings.model} · streaming…`);
+    const reply: ChatMessage = { id: crypto.randomUUID(), role: 'assistant', content: await streamReply({ ...settings, provider: settings.provider }, ctx, (delta) => { body.textContent += delta; }) };
+    // A regenerated reply follows its question; anything else goes with the message it answers.
+    const report = await memory.onTurnComplete(at.regenerate ? { conversationId, messages: [reply], parentId: message.id! } : { conversationId, messages: [message, reply], ...where });
+    await settle(ctx, at.regenerate ? reply.id! : message.id!, report);
+    for (const r of await memory.flush()) await logCompaction(conversationId, r);
     await refresh();
-    liveBubble('offline · from memory alone · not stored', offlineReply(ctx, text));
-    return;
+  } catch (e) {
+    if (before !== null) { await memory.checkout(conversationId, before).catch(() => undefined); await refresh(); }
+    throw e;
   }
-  await renderTurns();
-  const body = liveBubble(`${settings.model} · streaming…`);
-  const reply = await streamReply({ ...settings, provider: settings.provider }, ctx, (delta) => { body.textContent += delta; });
-  await logCompaction((await memory.onTurnComplete({ conversationId, messages: [message, { id: crypto.randomUUID(), role: 'assistant', content: reply }] })).compaction);
-  for (const r of await memory.flush()) await logCompaction(r);
-  await refresh();
 }
 
 const input = $<HTMLTextAreaElement>('input');
@@ -279,7 +250,7 @@ async function seed(): Promise<void> {
       { role: 'assistant' as const, content: `I like ${topic}; there is always something new in it.` },
     ];
   }).flat();
-  await logCompaction((await memory.onTurnComplete({ conversationId, messages })).compaction);
+  await logCompaction(conversationId, (await memory.onTurnComplete({ conversationId, messages })).compaction);
   await refresh();
 }
 $<HTMLButtonElement>('seed').addEventListener('click', () => { seed().catch((e) => showError(e)); });
@@ -288,7 +259,7 @@ $<HTMLButtonElement>('compact').addEventListener('click', () => {
   void (async () => {
     if (!memory) return;
     const report = await memory.compact(conversationId);
-    await logCompaction(report);
+    await logCompaction(conversationId, report);
     $('compaction').textContent = report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact yet';
     await refresh();
   })().catch((e) => showError(e, $('compaction')));
@@ -391,7 +362,7 @@ const saved = await get<Settings>('pagewise-demo-settings');
 if (saved) writeForm({ ...readForm(), ...saved });
 settings = readForm();
 conversationId = (await get<string>('pagewise-demo-conversation')) ?? 'demo';
-await loadInspections();
+await loadInspections(conversationId);
 showMode();
 restart();
 setupComposer(async (id) => { await starting; return memory!.attachment(conversationId, id); }, (message) => showError({ message }, $('send-error')));
