@@ -27,9 +27,17 @@ export function createCompactor(d: CompactorDeps) {
     planner: createSegmentPlanner(d, writer), rollUp: createRollUp(d, writer), tagLayer: createTagLayer(d, writer),
   };
 
+  // Bumped whenever the conversation's turns change under a pass (forget, a sync that moves them, a move to another
+  // branch): a pass begun before stops at its next storage slot instead of writing for positions that hold other turns.
+  const generations = new Map<string, number>();
+  const generation = (conversationId: string) => generations.get(conversationId) ?? 0;
+
   return {
-    /** Drops what is cached of a conversation (its turns were removed: forget). */
-    uncache: gauge.uncache,
+    /** Drops what is cached of a conversation (its turns were removed, or moved: forget, sync, another branch). */
+    uncache(conversationId: string): void {
+      gauge.uncache(conversationId);
+      generations.set(conversationId, generation(conversationId) + 1);
+    },
     pressure: gauge.pressure,
     due: gauge.due,
 
@@ -47,11 +55,16 @@ export function createCompactor(d: CompactorDeps) {
      */
     async compact(conversationId: string, trigger: CompactionReport['trigger'], atomic: Atomic, signal: AbortSignal, maxTurns: number | null = null): Promise<CompactionReport | null> {
       const started = performance.now();
+      const since = generation(conversationId);
+      const guarded: Atomic = (fn) => atomic(() => {
+        if (generation(conversationId) !== since) throw new Error('the conversation\'s turns changed under the pass (forget, sync, another branch): it goes on in the next one');
+        return fn();
+      });
       const tok = await d.tokenizer();
-      const before = await atomic(() => gauge.pressure(conversationId));
+      const before = await guarded(() => gauge.pressure(conversationId));
       // Queued while another pass ran: that pass may have done what was due.
       if (trigger === 'soft' && gauge.due(before) === null) return null;
-      const pass = new CompactionPass(parts, { conversationId, trigger, atomic, signal, tok, before, maxTurns, started });
+      const pass = new CompactionPass(parts, { conversationId, trigger, atomic: guarded, signal, tok, before, maxTurns, started });
       await pass.run();
       const { report } = pass;
       if (report.segmentsCompacted === 0 && !report.stoppedBy) return null;

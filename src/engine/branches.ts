@@ -7,7 +7,7 @@ import { describe } from '../common/messages.js';
 import { candidates } from '../tags/key-phrases.js';
 import { taggableText } from '../common/parts.js';
 import { sameMessage, type MessageKey } from '../store/reconcile.js';
-import { below, childrenOf, compareKeys, headOf, pathTo, placeAfter, type Place, type TreeNode, type TreeStore } from '../store/tree.js';
+import { below, childrenOf, compareKeys, forkPoint, headOf, pathTo, placeAfter, type Place, type TreeNode, type TreeStore } from '../store/tree.js';
 import type { AppendAt } from '../store/turn-store.js';
 import { retagStatements, tagsOfUnits, type RetagDeps } from './retag.js';
 import type { ChatMessage, Statement } from '../contracts/types.js';
@@ -159,13 +159,14 @@ export async function placeOf(d: BranchDeps, conversationId: string, keys: reado
     return null;
   }
   if (!how.whole) return null;
-  const nodes = await d.tree.nodes(conversationId);
-  if (nodes.length === 0) return null;
   const history = how.history ?? 0;
   const marked = await d.tree.histories(conversationId);
   // No history: the message starts the conversation over where the app has sent whole histories before; else
   // memory supplies the conversation (an app that sends only the new message).
-  if (history === 0) return marked ? { nodes, ...descend(nodes, null, keys, 0), fromStart: true } : null;
+  if (history === 0 && !marked) return null;
+  const nodes = await d.tree.nodes(conversationId);
+  if (nodes.length === 0) return null;
+  if (history === 0) return { nodes, ...descend(nodes, null, keys, 0), fromStart: true };
   const root = descend(nodes, null, keys, 0);
   if (root.next > 0) return { nodes, ...root, fromStart: true };
   // A history the app trimmed: its first messages run along the current branch (two at least, so that one repeated
@@ -213,15 +214,18 @@ export async function appendAt(d: BranchDeps, conversationId: string, placed: Pl
  * in the request), so that recall reads that path. A history that began at the start marks the conversation as one
  * whose app sends whole histories.
  */
-export async function placeRequest(d: Branching, conversationId: string, args: Record<string, unknown>, history: readonly unknown[] | undefined, round: readonly ChatMessage[]): Promise<void> {
+export async function placeRequest(d: Branching, conversationId: string, args: Record<string, unknown>, history: readonly unknown[] | undefined, round: readonly ChatMessage[], limits: { maxMessageBytes: number; maxAttachmentBytes: number }): Promise<void> {
   const parentId = readParent(args.parentId);
   if (args.wholeHistory !== undefined && typeof args.wholeHistory !== 'boolean') {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `wholeHistory must be true or false (got ${describe(args.wholeHistory)}).`, { path: 'wholeHistory' });
   }
   if (parentId === undefined && args.wholeHistory !== true) return;
-  const said = (history ?? []).map((m, i) => validateMessage(m, `history[${i}]`, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).filter((m) => m.role !== 'system');
-  const keys = await Promise.all([...said, ...round].map(async (m) => ({ id: m.id, contentHash: await contentHash(m) })));
-  if (parentId === undefined && await continuesHead(d, conversationId, keys, said.length)) return;
+  const said = (history ?? []).map((m, i) => validateMessage(m, `history[${i}]`, limits.maxMessageBytes, limits.maxAttachmentBytes)).filter((m) => m.role !== 'system');
+  const keyOf = async (m: ChatMessage): Promise<MessageKey> => ({ id: m.id, contentHash: await contentHash(m) });
+  // The common request continues the head: its last few messages tell (a long history is hashed only when they do not).
+  const last = said.slice(-4);
+  if (parentId === undefined && await continuesHead(d, conversationId, await Promise.all(last.map(keyOf)), await Promise.all(round.map(keyOf)))) return;
+  const keys = await Promise.all([...said, ...round].map(keyOf));
   const placed = await placeOf(d, conversationId, keys, { parentId, whole: args.wholeHistory === true, history: said.length });
   if (!placed) return;
   const statements = placed.fromStart && said.length > 0 ? [d.tree.historiesStatement(conversationId)] : [];
@@ -242,16 +246,15 @@ export async function placeRequest(d: Branching, conversationId: string, args: R
  * The common request, answered without reading the tree: a whole history (of an app known to send them) whose last
  * messages are the current branch's last ones, up to its head at the end of its branch, and a new message after it.
  */
-async function continuesHead(d: BranchDeps, conversationId: string, keys: readonly MessageKey[], history: number): Promise<boolean> {
-  if (history === 0) return false;
+async function continuesHead(d: BranchDeps, conversationId: string, said: readonly MessageKey[], round: readonly MessageKey[]): Promise<boolean> {
+  if (said.length === 0) return false;
   const head = await d.tree.head(conversationId);
   if (!head.node || !head.end || !(await d.tree.histories(conversationId))) return false;
-  const tail = (await d.store.before(conversationId, Number.MAX_SAFE_INTEGER, Math.min(history, 4))).reverse();
-  if (tail.length === 0 || tail[tail.length - 1]!.id !== head.node.id) return false;
-  const said = keys.slice(history - tail.length, history);
-  if (said.length !== tail.length || !tail.every((t, i) => sameMessage({ id: t.id, contentHash: t.contentHash }, said[i]!))) return false;
+  const tail = (await d.store.before(conversationId, Number.MAX_SAFE_INTEGER, said.length)).reverse();
+  if (tail.length !== said.length || tail[tail.length - 1]!.id !== head.node.id) return false;
+  if (!tail.every((t, i) => sameMessage({ id: t.id, contentHash: t.contentHash }, said[i]!))) return false;
   // The new message is not a stored one (a branch forked after the head).
-  const ids = keys.slice(history).flatMap((k) => (k.id !== undefined ? [k.id] : []));
+  const ids = round.flatMap((k) => (k.id !== undefined ? [k.id] : []));
   return ids.length === 0 || (await d.store.byIds(conversationId, ids)).length === 0;
 }
 
@@ -294,7 +297,7 @@ function branchMethods(d: Branching) {
       const first = turns[0]!;
       const tip = turns[turns.length - 1]!;
       return {
-        start: first.id, forkAfter: first.forkAfter === null || first.forkAfter === '' ? null : first.forkAfter, tip: tip.id, turns: turns.length,
+        start: first.id, forkAfter: forkPoint(nodes, first.branch)?.id ?? null, tip: tip.id, turns: turns.length,
         firstAt: first.createdAt, lastAt: tip.createdAt, current: head !== null && head.branch === first.branch, onPath: turns.filter((n) => onPath.has(n.id)).length,
       };
     });

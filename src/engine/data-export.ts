@@ -4,7 +4,7 @@ import { storedConversation } from './data-rows.js';
 import type { DataDeps, ExportData, ExportedConversation, ExportedTurn } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
-import { compareKeys, headOf, type TreeStore } from '../store/tree.js';
+import { compareKeys, forkPoint, headOf, type TreeStore } from '../store/tree.js';
 import type { StorageDriver } from '../contracts/types.js';
 import type { Attachment } from '../contracts/types-data.js';
 import type { AttachmentInfo, AttachmentStore } from '../store/attachment-store.js';
@@ -67,7 +67,8 @@ async function allTurns(store: TurnStore, tree: TreeStore, conversationId: strin
     const byId = new Map((await store.byIds(conversationId, page.map((n) => n.id))).map((t) => [t.id, t]));
     for (const n of page) {
       const t = byId.get(n.id);
-      if (t) turns.push({ ...exported(t), ...(n.branch !== '' ? { branch: { start: n.branch, after: n.forkAfter ?? '' } } : {}) });
+      // A branch follows the turn it forked after (one forgotten since: the one before it on that branch, else the start).
+      if (t) turns.push({ ...exported(t), ...(n.branch !== '' ? { branch: { start: n.branch, after: forkPoint(nodes, n.branch)?.id ?? '' } } : {}) });
     }
   }
   const head = headOf(nodes, await tree.register(conversationId));

@@ -10,7 +10,7 @@ import { taggableText } from '../common/parts.js';
 import { chunks, type TurnRecord } from '../store/turn-store.js';
 import type { Statement } from '../contracts/types.js';
 import type { SyncStore } from '../store/sync-store.js';
-import { below } from '../store/tree.js';
+import { below, headOf, pathTo } from '../store/tree.js';
 import { settlePath } from './branches.js';
 import { type RetagDeps, retagStatements, tagsOfUnits } from './retag.js';
 
@@ -50,7 +50,13 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           const nowIso = new Date().toISOString();
           const tombstones = o.messageIds === undefined && o.tag === undefined && o.branch === undefined
             ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(conversationId, rows.map((r) => r.rowid), nowIso);
-          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones]);
+          // Forgetting the message the conversation is at leaves it at the last one before it on that path (not at
+          // whatever another branch wrote last).
+          const nodes = whole ? [] : await d.tree.nodes(conversationId);
+          const head = whole ? null : headOf(nodes, await d.tree.register(conversationId));
+          const gone = new Set(rows.map((r) => r.id));
+          const back = head && gone.has(head.id) ? [d.tree.checkoutStatement(conversationId, pathTo(nodes, head).filter((n) => !gone.has(n.id)).pop()?.id ?? '', nowIso)] : [];
+          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones, ...back]);
           if (!whole) {
             // The head may have gone with them: the positions follow the one the tree has now.
             await settlePath(d, conversationId);

@@ -81,7 +81,8 @@ export async function callerHistory(store: TurnStore, tokenizer: Tokenizer, rule
   const messages = await resolve(raw.map((m, i) => validateMessage(m, `history[${i}]`, limits.maxMessageBytes, limits.maxAttachmentBytes)));
   const hashes = await Promise.all(messages.map(contentHash));
   const withId = messages.flatMap((m) => (m.id ? [m.id] : []));
-  const byId = new Map((await store.byIds(conversationId, withId)).map((t) => [t.id, t]));
+  // A message stored on another branch is not sent as a stored turn of this one (its seq says nothing here).
+  const byId = new Map((await store.byIds(conversationId, withId)).filter((t) => t.seq >= 0).map((t) => [t.id, t]));
   const byHash = new Map<string, TurnRecord[]>();
   for (const t of await store.byHashes(conversationId, [...new Set(hashes)])) {
     const list = byHash.get(t.contentHash) ?? [];

@@ -66,9 +66,10 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   // Attachments named by id must be this conversation's; they are counted by the store's facts.
   const [message, ...after] = await ownNamed([asked, ...readAfter(args.after, opts)], d.attachments, conversationId, (i) => (i === 0 ? 'message' : `after[${i - 1}]`), new Set());
   if (!message) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'message is missing.', { path: 'message' });
-  // The branch the request is on: recall reads the path to where the new message goes, never the branch left.
-  await placeRequest(d.branching, conversationId, args, history, [message, ...after]);
   const now = parseNow(args.now);
+  // The branch the request is on: recall reads the path to where the new message goes, never the branch left
+  // (the last check of the input; a move is the first write).
+  await placeRequest(d.branching, conversationId, args, history, [message, ...after], opts);
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
   const text = messageText(message);

@@ -66,44 +66,77 @@ export function headOf(nodes: readonly TreeNode[], register: HeadRegister | null
   return latest;
 }
 
-function byBranch(nodes: readonly TreeNode[]): Map<string, TreeNode[]> {
-  const out = new Map<string, TreeNode[]>();
-  for (const n of nodes) {
-    const list = out.get(n.branch);
-    if (list) list.push(n);
-    else out.set(n.branch, [n]);
-  }
-  for (const list of out.values()) list.sort(compareKeys);
-  return out;
+/** The tree read once per list of nodes: each branch in order, where each node stands on it, what each branch follows. */
+interface TreeIndex {
+  branches: Map<string, TreeNode[]>;
+  position: Map<string, number>;
+  byId: Map<string, TreeNode>;
+  /** Branch → the node it follows (null: the start). A forgotten fork point is found by its branch and order key. */
+  parent: Map<string, TreeNode | null>;
+  /** The id of the node branches follow ('' : the start) → their first nodes. */
+  forks: Map<string, TreeNode[]>;
 }
+
+const indexes = new WeakMap<readonly TreeNode[], TreeIndex>();
+
+function indexOf(nodes: readonly TreeNode[]): TreeIndex {
+  const known = indexes.get(nodes);
+  if (known) return known;
+  const branches = new Map<string, TreeNode[]>();
+  for (const n of nodes) {
+    const list = branches.get(n.branch);
+    if (list) list.push(n);
+    else branches.set(n.branch, [n]);
+  }
+  const position = new Map<string, number>();
+  for (const list of branches.values()) {
+    list.sort(compareKeys);
+    list.forEach((n, i) => position.set(n.id, i));
+  }
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const parent = new Map<string, TreeNode | null>();
+  const forks = new Map<string, TreeNode[]>();
+  for (const [branch, list] of branches) {
+    if (branch === '') continue;
+    const info = list[0]!;
+    let p: TreeNode | null = null;
+    if (info.forkAfter) p = byId.get(info.forkAfter) ?? null;
+    if (!p && info.forkAfter && info.forkBranch !== null) {
+      const limit = { ord: info.forkOrd ?? 0, origin: '\uffff', id: '\uffff' };
+      p = (branches.get(info.forkBranch) ?? []).filter((n) => compareKeys(n, limit) <= 0).pop() ?? null;
+    }
+    parent.set(branch, p);
+    const at = p?.id ?? '';
+    forks.set(at, [...(forks.get(at) ?? []), info]);
+  }
+  const index = { branches, position, byId, parent, forks };
+  indexes.set(nodes, index);
+  return index;
+}
+
+/** The node a branch follows (null: the conversation's start, or the first branch). */
+export const forkPoint = (nodes: readonly TreeNode[], branch: string): TreeNode | null => indexOf(nodes).parent.get(branch) ?? null;
 
 /**
  * The turns from the conversation's start to `head`, in order: its branch up to it, then the branch that one forks
- * from up to the fork, and so on. A fork point that was forgotten is found by its order key; a loop (hostile sync
- * input) ends the walk.
+ * from up to the fork, and so on. A loop (hostile sync input) ends the walk.
  */
 export function pathTo(nodes: readonly TreeNode[], head: TreeNode | null): TreeNode[] {
-  if (!head) return [];
-  const branches = byBranch(nodes);
-  const byId = new Map(nodes.map((n) => [n.id, n]));
-  const out: TreeNode[] = [];
+  const t = indexOf(nodes);
+  const parts: TreeNode[][] = [];
   const seen = new Set<string>();
-  let cut: { branch: string; key: Key } | null = { branch: head.branch, key: head };
-  while (cut && !seen.has(cut.branch)) {
+  for (let cut = head; cut && !seen.has(cut.branch); cut = cut.branch === '' ? null : t.parent.get(cut.branch) ?? null) {
     seen.add(cut.branch);
-    const list: TreeNode[] = branches.get(cut.branch) ?? [];
-    const limit: Key = cut.key;
-    out.push(...list.filter((n) => compareKeys(n, limit) <= 0));
-    const info: TreeNode | undefined = list[0];
-    if (cut.branch === '' || !info || info.forkAfter === null || info.forkAfter === '') break;
-    const p = byId.get(info.forkAfter);
-    cut = p ? { branch: p.branch, key: p } : info.forkBranch !== null ? { branch: info.forkBranch, key: { ord: info.forkOrd ?? 0, origin: '\uffff', id: '\uffff' } } : null;
+    parts.unshift(t.branches.get(cut.branch)!.slice(0, t.position.get(cut.id)! + 1));
   }
-  return out.sort(compareKeys);
+  return parts.flat();
 }
 
 /** Whether a later turn follows `node` on its own branch. */
-export const hasLater = (nodes: readonly TreeNode[], node: TreeNode): boolean => nodes.some((n) => n.branch === node.branch && compareKeys(n, node) > 0);
+export function hasLater(nodes: readonly TreeNode[], node: TreeNode): boolean {
+  const t = indexOf(nodes);
+  return t.position.get(node.id)! < t.branches.get(node.branch)!.length - 1;
+}
 
 /** Where turns written after `after` (null: the conversation's start) go: its branch when it ends there, else a new branch named by `firstId`. */
 export function placeAfter(nodes: readonly TreeNode[], after: TreeNode | null, firstId: string): Place {
@@ -114,18 +147,21 @@ export function placeAfter(nodes: readonly TreeNode[], after: TreeNode | null, f
 
 /** The turns that come after `node` on some branch through it: the rest of its branch and every branch forked from those. */
 export function below(nodes: readonly TreeNode[], node: TreeNode): TreeNode[] {
+  const t = indexOf(nodes);
   const out: TreeNode[] = [];
-  const queue = [node];
-  const seen = new Set<string>([node.id]);
-  while (queue.length > 0) {
-    const x = queue.shift()!;
-    for (const n of nodes) {
-      if (seen.has(n.id)) continue;
-      if ((n.branch === x.branch && compareKeys(n, x) > 0) || (n.forkAfter === x.id && n.branch !== x.branch)) {
+  const seen = new Set<string>();
+  const stack: { branch: string; from: number }[] = [{ branch: node.branch, from: t.position.get(node.id)! }];
+  while (stack.length > 0) {
+    const { branch, from } = stack.pop()!;
+    const list = t.branches.get(branch) ?? [];
+    for (let i = from; i < list.length; i++) {
+      const n = list[i]!;
+      if (i > from || n.id !== node.id) {
+        if (seen.has(n.id)) continue;
         seen.add(n.id);
         out.push(n);
-        queue.push(n);
       }
+      for (const f of t.forks.get(n.id) ?? []) if (f.branch !== branch && !seen.has(f.id)) stack.push({ branch: f.branch, from: 0 });
     }
   }
   return out;
@@ -133,17 +169,11 @@ export function below(nodes: readonly TreeNode[], node: TreeNode): TreeNode[] {
 
 /** The turns that may come right after `node` (null: the start), first written first: the alternatives at that place. */
 export function childrenOf(nodes: readonly TreeNode[], node: TreeNode | null): TreeNode[] {
-  const branches = byBranch(nodes);
+  const t = indexOf(nodes);
   const out: TreeNode[] = [];
-  if (node) {
-    const next = (branches.get(node.branch) ?? []).find((n) => compareKeys(n, node) > 0);
-    if (next) out.push(next);
-  } else {
-    const first = branches.get('')?.[0];
-    if (first) out.push(first);
-  }
-  const want = node ? node.id : '';
-  for (const [branch, list] of branches) if (branch !== '' && list[0]?.forkAfter === want && (node === null || branch !== node.branch)) out.push(list[0]!);
+  const next = node ? t.branches.get(node.branch)![t.position.get(node.id)! + 1] : t.branches.get('')?.[0];
+  if (next) out.push(next);
+  for (const f of t.forks.get(node?.id ?? '') ?? []) if (!node || f.branch !== node.branch) out.push(f);
   return out.sort(compareKeys);
 }
 
@@ -222,10 +252,11 @@ export function createTreeStore(driver: StorageDriver) {
       };
     },
 
-    /** Every register of the conversations (all: null), with origins resolved: what sync sends. */
+    /** Every register of the conversations (all: null), with origins resolved: what sync sends (not a checkout of a private turn: its id stays where it was written). */
     async registers(conversations: readonly string[] | null): Promise<(HeadRegister & { conversationId: string })[]> {
       const rows = await driver.query<{ conversation_id: string; turn_id: string; ord: number; origin: string; at: string }>(
-        `SELECT conversation_id, turn_id, ord, ${REGISTER_ORIGIN} AS origin, at FROM branch_heads${conversations ? ' WHERE conversation_id IN (SELECT value FROM json_each(?))' : ''} ORDER BY conversation_id`,
+        `SELECT conversation_id, turn_id, ord, ${REGISTER_ORIGIN} AS origin, at FROM branch_heads b
+         WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = b.conversation_id AND t.id = b.turn_id AND t.private = 1)${conversations ? ' AND conversation_id IN (SELECT value FROM json_each(?))' : ''} ORDER BY conversation_id`,
         conversations ? [JSON.stringify(conversations)] : []);
       return rows.map((r) => ({ conversationId: r.conversation_id, turnId: r.turn_id, ord: Number(r.ord), origin: r.origin, at: r.at }));
     },

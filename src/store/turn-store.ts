@@ -229,12 +229,12 @@ function createTurnReads(driver: StorageDriver, per: number) {
 /** What is derived from turns and kept beside them: the full-text index and the cached token counts. */
 function createTurnIndex(driver: StorageDriver, per: number) {
   return {
-    /** BM25 over turn text and speaker names; higher `score` is better. */
+    /** BM25 over turn text and speaker names; higher `score` is better. (`+t.seq`: the index on seq must not drive the plan, or MATCH runs once per turn.) */
     async search(conversationId: string, match: string, limit: number): Promise<{ seq: number; score: number }[]> {
       const rows = await driver.query<{ seq: number; score: number }>(
         `SELECT t.seq AS seq, -bm25(turns_fts, 1.0, 0.5) AS score
          FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid
-         WHERE turns_fts MATCH ? AND t.conversation_id = ? AND t.seq >= 0
+         WHERE turns_fts MATCH ? AND t.conversation_id = ? AND +t.seq >= 0
          ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
       return rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
     },
@@ -243,7 +243,7 @@ function createTurnIndex(driver: StorageDriver, per: number) {
     async searchOther(conversationId: string, match: string, limit: number): Promise<TurnRecord[]> {
       const rows = await driver.query<TurnRow>(
         `SELECT ${TURN_COLUMNS.split(', ').map((c) => `t.${c}`).join(', ')} FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid
-         WHERE turns_fts MATCH ? AND t.conversation_id = ? AND t.seq < 0 ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
+         WHERE turns_fts MATCH ? AND t.conversation_id = ? AND +t.seq < 0 ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
       return rows.map(toRecord);
     },
 
