@@ -27,16 +27,28 @@ export function createCompactor(d: CompactorDeps) {
     planner: createSegmentPlanner(d, writer), rollUp: createRollUp(d, writer), tagLayer: createTagLayer(d, writer),
   };
 
-  // Bumped whenever the conversation's turns change under a pass (forget, a sync that moves them, a move to another
-  // branch): a pass begun before stops at its next storage slot instead of writing for positions that hold other turns.
-  const generations = new Map<string, number>();
-  const generation = (conversationId: string) => generations.get(conversationId) ?? 0;
+  // The conversation's recent changes of positions (forget, a sync that moves turns, a move to another branch), each
+  // with the first position it changed: a pass begun before one that reaches the positions it reads stops at its next
+  // storage slot instead of writing for positions that hold other turns. (A regenerated reply moves only the tail.)
+  const changes = new Map<string, { n: number; from: number }[]>();
+  const count = (conversationId: string) => changes.get(conversationId)?.at(-1)?.n ?? 0;
+  const lowestSince = (conversationId: string, since: number): number => {
+    const list = changes.get(conversationId) ?? [];
+    if (list.length > 0 && list[0]!.n > since + 1) return 0;
+    return Math.min(Infinity, ...list.filter((c) => c.n > since).map((c) => c.from));
+  };
 
   return {
-    /** Drops what is cached of a conversation (its turns were removed, or moved: forget, sync, another branch). */
-    uncache(conversationId: string): void {
+    /**
+     * Drops what is cached of a conversation: its turns were removed, or moved from position `from` on (forget, sync,
+     * another branch; left out: anywhere). `null`: nothing moved.
+     */
+    uncache(conversationId: string, from: number | null = 0): void {
       gauge.uncache(conversationId);
-      generations.set(conversationId, generation(conversationId) + 1);
+      if (from === null) return;
+      const list = changes.get(conversationId) ?? [];
+      list.push({ n: count(conversationId) + 1, from });
+      changes.set(conversationId, list.slice(-32));
     },
     pressure: gauge.pressure,
     due: gauge.due,
@@ -55,13 +67,16 @@ export function createCompactor(d: CompactorDeps) {
      */
     async compact(conversationId: string, trigger: CompactionReport['trigger'], atomic: Atomic, signal: AbortSignal, maxTurns: number | null = null): Promise<CompactionReport | null> {
       const started = performance.now();
-      const since = generation(conversationId);
+      const since = count(conversationId);
+      // What the pass reads: the positions before the protected recent turns (and the one after its last segment).
+      let reach = -Infinity;
       const guarded: Atomic = (fn) => atomic(() => {
-        if (generation(conversationId) !== since) throw new Error('the conversation\'s turns changed under the pass (forget, sync, another branch): it goes on in the next one');
+        if (lowestSince(conversationId, since) <= reach) throw new Error('the conversation\'s turns changed under the pass (forget, sync, another branch): it goes on in the next one');
         return fn();
       });
       const tok = await d.tokenizer();
       const before = await guarded(() => gauge.pressure(conversationId));
+      reach = before.turnCount - d.settings.protectedRecentTurns + 1;
       // Queued while another pass ran: that pass may have done what was due.
       if (trigger === 'soft' && gauge.due(before) === null) return null;
       const pass = new CompactionPass(parts, { conversationId, trigger, atomic: guarded, signal, tok, before, maxTurns, started });

@@ -22,8 +22,11 @@ const MODULE = 'engine';
 
 export interface BranchDeps extends RetagDeps {
   tree: TreeStore;
-  /** Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint). */
-  uncache: (conversationId: string) => void;
+  /**
+   * Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint); `from`: the
+   * first position its turns changed at (left out: anywhere; null: none moved).
+   */
+  uncache: (conversationId: string, from?: number | null) => void;
 }
 
 /**
@@ -91,7 +94,7 @@ export async function settlePath(d: BranchDeps, conversationId: string): Promise
   const move = await moveTo(d, conversationId, nodes, headOf(nodes, await d.tree.register(conversationId)));
   if (move.statements.length === 0) return false;
   await d.driver.batch(move.statements);
-  d.uncache(conversationId);
+  d.uncache(conversationId, move.moved ? move.from : null);
   return move.moved;
 }
 
@@ -192,20 +195,21 @@ export function readParent(value: unknown): string | null | undefined {
 
 /**
  * Where appended turns go: at the head (its branch continued, or a new branch where something follows it), or after
- * the message a placement found — the conversation moving there first, in the append's transaction.
+ * the message a placement found — the conversation moving there first, in the append's transaction (`moved`: the
+ * first position whose stored turn changed, null when none did).
  */
-export async function appendAt(d: BranchDeps, conversationId: string, placed: Placement | null, firstId: string, nowIso: string): Promise<{ append: AppendAt; moved: boolean }> {
+export async function appendAt(d: BranchDeps, conversationId: string, placed: Placement | null, firstId: string, nowIso: string): Promise<{ append: AppendAt; moved: number | null }> {
   const head = await d.tree.head(conversationId);
   if (!placed || (placed.at?.id ?? null) === (head.node?.id ?? null)) {
     const node = head.node;
     const place: Place = node
       ? (head.end ? { branch: node.branch, forkAfter: node.forkAfter, forkBranch: node.forkBranch, forkOrd: node.forkOrd } : { branch: firstId, forkAfter: node.id, forkBranch: node.branch, forkOrd: node.ord })
       : (head.end ? { branch: '', forkAfter: null, forkBranch: null, forkOrd: null } : { branch: firstId, forkAfter: '', forkBranch: null, forkOrd: null });
-    return { append: { place }, moved: false };
+    return { append: { place }, moved: null };
   }
   const move = await moveTo(d, conversationId, placed.nodes, placed.at);
   const before = [...move.statements, d.tree.checkoutStatement(conversationId, placed.at?.id ?? '', nowIso)];
-  return { append: { place: placeAfter(placed.nodes, placed.at, firstId), base: move.next, before }, moved: move.moved };
+  return { append: { place: placeAfter(placed.nodes, placed.at, firstId), base: move.next, before }, moved: move.moved ? move.from : null };
 }
 
 /**
@@ -230,16 +234,16 @@ export async function placeRequest(d: Branching, conversationId: string, args: R
   if (!placed) return;
   const statements = placed.fromStart && said.length > 0 ? [d.tree.historiesStatement(conversationId)] : [];
   const head = await d.tree.head(conversationId);
-  let moved = false;
+  let from: number | null = null;
   if ((placed.at?.id ?? null) !== (head.node?.id ?? null)) {
     const move = await moveTo(d, conversationId, placed.nodes, placed.at);
     statements.push(...move.statements, d.tree.checkoutStatement(conversationId, placed.at?.id ?? '', new Date().toISOString()));
-    moved = move.moved;
+    if (move.moved) from = move.from;
   }
   if (statements.length === 0) return;
   await d.driver.batch(statements);
-  d.uncache(conversationId);
-  if (moved) await d.after(conversationId);
+  d.uncache(conversationId, from);
+  if (from !== null) await d.after(conversationId);
 }
 
 /**
@@ -316,7 +320,7 @@ function branchMethods(d: Branching) {
       const tip = [node, ...below(nodes, node)].sort(compareKeys).pop()!;
       const move = await moveTo(d, conversationId, nodes, tip);
       await d.driver.batch([...move.statements, d.tree.checkoutStatement(conversationId, tip.id, new Date().toISOString())]);
-      d.uncache(conversationId);
+      d.uncache(conversationId, move.moved ? move.from : null);
       if (move.moved) await d.after(conversationId);
       return list(conversationId);
     },

@@ -24,8 +24,11 @@ export interface DataDeps {
   settle: () => Promise<void>;
   /** Whether background work of the conversation (compaction, vectors) is queued or running. */
   busy: (conversationId: string) => boolean;
-  /** Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint). */
-  uncache: (conversationId: string) => void;
+  /**
+   * Drops every cache of the conversation (turn facts, vector indexes, measured pressure, topics hint); `from`: the
+   * first position its turns changed at (left out: anywhere; null: none moved).
+   */
+  uncache: (conversationId: string, from?: number | null) => void;
   /** Schedules what is derived in the background (vectors; compaction when due). */
   rebuildLater: (conversationId: string) => void;
   maxMessageBytes: number;

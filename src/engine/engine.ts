@@ -60,7 +60,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const compactor = createEngineCompactor({ ...stores, opts, llm, rules, tokenizer });
   const jobs = createBackgroundJobs({ ...stores, keyed, background, compactor, semantic, reports, backgroundSliceTurns: opts.backgroundSliceTurns });
 
-  const uncache = (conversationId: string) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId); thingJudge.uncache(conversationId); hints.delete(conversationId); };
+  const uncache = (conversationId: string, from?: number | null) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId, from); thingJudge.uncache(conversationId); hints.delete(conversationId); };
   const rebuildLater = (conversationId: string) => { semantic.schedule(conversationId); if (opts.compaction) jobs.compactLater(conversationId); };
   // A move to another branch: what was derived from the positions that changed is made again for the turns there now.
   const branching = { driver, store, canonicalizer, index, tree: stores.tree, uncache, after: async (conversationId: string) => { await index.indexNew(conversationId, new Date().toISOString()); rebuildLater(conversationId); } };

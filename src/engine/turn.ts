@@ -73,8 +73,8 @@ async function turnComplete(d: TurnCompleteDeps, conversationId: string, args: R
   const at = await appendAt(d.branching, conversationId, retry ? null : placed, turns[0]?.id ?? '', now.toISOString());
   if (turns.length > 0) await store.append(conversationId, turns, countCacheKey(tok), now.toISOString(), at.append);
   else if (at.append.before && at.append.before.length > 0) await d.branching.driver.batch(at.append.before);
-  if (at.moved) {
-    d.branching.uncache(conversationId);
+  if (at.moved !== null) {
+    d.branching.uncache(conversationId, at.moved);
     await d.branching.after(conversationId);
   }
   let compaction: CompactionReport | null = null;

@@ -210,7 +210,8 @@ export function createTreeStore(driver: StorageDriver) {
      * null: the start. `end`: no later turn follows it on its branch (so a turn after it continues that branch).
      */
     async head(conversationId: string): Promise<{ node: TreeNode | null; end: boolean }> {
-      const last = (await driver.query<NodeRow>(`SELECT ${NODE_COLUMNS} FROM turns WHERE conversation_id = ? ORDER BY origin_ord DESC, origin DESC, id DESC LIMIT 4`, [conversationId])).map(toNode);
+      // The turns at the conversation's largest order key (one index seek; ties are ordered here, by the whole key).
+      const last = (await driver.query<NodeRow>(`SELECT ${NODE_COLUMNS} FROM turns WHERE conversation_id = ?1 AND origin_ord = (SELECT MAX(origin_ord) FROM turns WHERE conversation_id = ?1)`, [conversationId])).map(toNode);
       const latest = latestOf(last);
       const reg = await register(conversationId);
       if (!reg || (latest && reg.ord <= latest.ord)) return { node: latest, end: true };

@@ -306,3 +306,4 @@ if (only.has('chat')) await chatReplayBench(mode === 'off' ? false : { provider:
 if (only.has('embedding')) await embeddingBench();
 if (only.has('vectors')) await vectorScaleBench();
 if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));
+if (only.has('branches')) await (await import('./branches.js')).branchesBench(args);
