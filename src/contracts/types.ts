@@ -22,7 +22,7 @@ export type * from './types-options.js';
 
 /** Who wrote a message. `tool` messages answer an assistant's tool call and need `toolCallId`. */
 export type * from './types-messages.js';
-import type { ChatMessage, StoredTurn } from './types-messages.js';
+import type { ChatMessage } from './types-messages.js';
 
 // ---------------------------------------------------------------------------------------------
 // The two hooks

@@ -240,7 +240,11 @@ export async function placeRequest(d: Branching, conversationId: string, args: R
     statements.push(...move.statements, d.tree.checkoutStatement(conversationId, placed.at?.id ?? '', new Date().toISOString()));
     if (move.moved) from = move.from;
   }
-  if (statements.length === 0) return;
+  if (statements.length > 0) await commitMove(d, conversationId, statements, from);
+}
+
+/** Writes a move (and what goes with it) in one transaction; `from`: the first position whose stored turn changed. */
+async function commitMove(d: Branching, conversationId: string, statements: Statement[], from: number | null): Promise<void> {
   await d.driver.batch(statements);
   d.uncache(conversationId, from);
   if (from !== null) await d.after(conversationId);
@@ -319,9 +323,7 @@ function branchMethods(d: Branching) {
       const node = named(nodes, conversationId, messageId, 'messageId');
       const tip = [node, ...below(nodes, node)].sort(compareKeys).pop()!;
       const move = await moveTo(d, conversationId, nodes, tip);
-      await d.driver.batch([...move.statements, d.tree.checkoutStatement(conversationId, tip.id, new Date().toISOString())]);
-      d.uncache(conversationId, move.moved ? move.from : null);
-      if (move.moved) await d.after(conversationId);
+      await commitMove(d, conversationId, [...move.statements, d.tree.checkoutStatement(conversationId, tip.id, new Date().toISOString())], move.moved ? move.from : null);
       return list(conversationId);
     },
   };

@@ -82,16 +82,18 @@ async function chosenRows(d: ForgetDeps, conversationId: string, o: Record<strin
   const branch = o.branch === undefined ? undefined : checkId(o.branch, 'branch');
   if (ids === undefined && o.tag === undefined && branch === undefined) return turnRows(driver, conversationId);
   const chosen = new Map<number, TurnRow>();
+  const add = async (wanted: readonly string[]) => {
+    for (const part of chunks(wanted, inListOf(d.store))) for (const r of await turnRows(driver, conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+  };
   if (branch !== undefined) {
     // The message and everything after it on any branch through it.
     const nodes = await d.tree.nodes(conversationId);
     const node = nodes.find((n) => n.id === branch);
     if (!node) throw new PagewiseError('NOT_FOUND', MODULE, `No message ${describe(branch)} is stored in conversation ${describe(conversationId)}; nothing was forgotten. Take a branch's start from memory.branches().`, { path: 'branch' });
-    const gone = [node, ...below(nodes, node)].map((n) => n.id);
-    for (const part of chunks(gone, inListOf(d.store))) for (const r of await turnRows(driver, conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+    await add([node, ...below(nodes, node)].map((n) => n.id));
   }
   if (ids) {
-    for (const part of chunks([...new Set(ids)], inListOf(d.store))) for (const r of await turnRows(driver, conversationId, ` AND id IN (${marks(part.length)})`, part)) chosen.set(r.rowid, r);
+    await add([...new Set(ids)]);
     const found = new Set([...chosen.values()].map((r) => r.id));
     const missing = ids.filter((id) => !found.has(id));
     if (missing.length > 0) {

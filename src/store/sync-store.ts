@@ -22,18 +22,6 @@ export type ChangeRow = Pick<TurnRow, 'rowid' | 'conversation_id' | 'id' | 'role
   fork_ord: number | null;
 };
 
-/** A stored turn's place in the order (what the merge compares). */
-export interface OrderRow {
-  [key: string]: SqlValue;
-  rowid: number;
-  seq: number;
-  id: string;
-  content_hash: string;
-  created_ms: number;
-  origin: string;
-  ord: number;
-}
-
 type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin_ord: number; forgotten_at: string };
 
 /** `AND conversation_id IN (…)` as one JSON parameter (any number of conversations, one bound value). */

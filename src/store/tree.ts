@@ -5,9 +5,6 @@
 import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
 import { NEXT_ORD, OFF_PATH, ORIGIN, nextOrdParams } from './order.js';
 
-/** A register's origin, resolved ('' : this replica). */
-const REGISTER_ORIGIN = ORIGIN;
-
 /** One turn as the tree sees it. */
 export interface TreeNode {
   rowid: number;
@@ -133,7 +130,7 @@ export function pathTo(nodes: readonly TreeNode[], head: TreeNode | null): TreeN
 }
 
 /** Whether a later turn follows `node` on its own branch. */
-export function hasLater(nodes: readonly TreeNode[], node: TreeNode): boolean {
+function hasLater(nodes: readonly TreeNode[], node: TreeNode): boolean {
   const t = indexOf(nodes);
   return t.position.get(node.id)! < t.branches.get(node.branch)!.length - 1;
 }
@@ -193,7 +190,7 @@ const PARKED = -(2 ** 50);
 
 export function createTreeStore(driver: StorageDriver) {
   const register = async (conversationId: string): Promise<HeadRegister | null> => {
-    const rows = await driver.query<{ turn_id: string; ord: number; origin: string; at: string }>(`SELECT turn_id, ord, ${REGISTER_ORIGIN} AS origin, at FROM branch_heads WHERE conversation_id = ?`, [conversationId]);
+    const rows = await driver.query<{ turn_id: string; ord: number; origin: string; at: string }>(`SELECT turn_id, ord, ${ORIGIN} AS origin, at FROM branch_heads WHERE conversation_id = ?`, [conversationId]);
     const r = rows[0];
     return r ? { turnId: r.turn_id, ord: Number(r.ord), origin: r.origin, at: r.at } : null;
   };
@@ -256,7 +253,7 @@ export function createTreeStore(driver: StorageDriver) {
     /** Every register of the conversations (all: null), with origins resolved: what sync sends (not a checkout of a private turn: its id stays where it was written). */
     async registers(conversations: readonly string[] | null): Promise<(HeadRegister & { conversationId: string })[]> {
       const rows = await driver.query<{ conversation_id: string; turn_id: string; ord: number; origin: string; at: string }>(
-        `SELECT conversation_id, turn_id, ord, ${REGISTER_ORIGIN} AS origin, at FROM branch_heads b
+        `SELECT conversation_id, turn_id, ord, ${ORIGIN} AS origin, at FROM branch_heads b
          WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = b.conversation_id AND t.id = b.turn_id AND t.private = 1)${conversations ? ' AND conversation_id IN (SELECT value FROM json_each(?))' : ''} ORDER BY conversation_id`,
         conversations ? [JSON.stringify(conversations)] : []);
       return rows.map((r) => ({ conversationId: r.conversation_id, turnId: r.turn_id, ord: Number(r.ord), origin: r.origin, at: r.at }));

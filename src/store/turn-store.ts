@@ -1,8 +1,6 @@
 import type { ChatMessage, ConversationInfo, Role, SqlValue, Statement, StorageDriver, StorageLimits, StoredTurn } from '../contracts/types.js';
 import { CACHED_CONVERSATIONS, Lru } from '../common/cache.js';
-import { PagewiseError } from '../contracts/errors.js';
-import { describe } from '../common/messages.js';
-import { inListSize, limitsOf, utf8Bytes } from '../storage/limits.js';
+import { inListSize, limitsOf } from '../storage/limits.js';
 import { chunks, inChunks, placeholders } from './in-lists.js';
 import { attachmentRefStatement, pieceSize, putAttachmentStatements, type NewAttachment } from './attachment-store.js';
 import { NEXT_ORD, NEXT_ROWID, nextOrdParams } from './order.js';
