@@ -1,5 +1,7 @@
 // `pagewise sync URL|FILE`: the database file synced with the edge (a sync endpoint, with a token) or with another
 // database file, progress on stderr, what moved on stdout.
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Memory } from '../contracts/memory.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { SyncPeer, SyncReport } from '../contracts/types-sync.js';
@@ -13,6 +15,22 @@ export interface SyncCommandContext {
   token?: string | undefined;
   /** Opens another database file (closed again after the sync). */
   openFile: (path: string) => Promise<Memory>;
+}
+
+/**
+ * `path` when a database file is there, or when the command may make one (`create`); otherwise NOT_FOUND naming it:
+ * a mistyped path must not become a new, empty database, nor (sync FILE) a copy of this memory. `what` names the
+ * path's flag in the message. A directory and other odd paths are left to the file driver's own errors.
+ *
+ * @example
+ * fileStorage(databaseFile(v.db ?? 'pagewise.sqlite3', v.create === true, '--db'))
+ */
+export function databaseFile(path: string, create: boolean, what: string): string {
+  if (create || statSync(resolve(path), { throwIfNoEntry: false }) !== undefined) return path;
+  const fix = what === 'sync FILE'
+    ? `check the path, or add --create to make it and copy this memory into it`
+    : `check the path, or add --create to start a new, empty one (pagewise import FILE --db PATH makes one from a file)`;
+  throw new PagewiseError('NOT_FOUND', 'cli', `There is no database file "${resolve(path)}" (${what}); nothing was created: ${fix}.`, { path: what });
 }
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;

@@ -1,19 +1,18 @@
 #!/usr/bin/env node
 // The pagewise command line (`npx pagewise …`): a memory on a database file, from a shell or a script.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createMemory, type Memory } from '../engine/engine.js';
 import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
-import { type ImportedConversation, parseConversationFile } from './formats.js';
+import { type ImportedConversation, type ImportFile, readImportFile } from './formats.js';
 import { renderContext, renderJson } from '../text/render.js';
 import { useJsTiktoken } from '../tokens/js-tiktoken.js';
 import { resolveOptions } from '../engine/options.js';
 import { fileStorage } from '../storage/node-file.js';
-import type { ExportData } from '../contracts/types-data.js';
 import type { MemoryOptions } from '../contracts/types.js';
 import type { McpHttpOptions } from './mcp-http.js';
-import { syncCommand } from './cli-sync.js';
+import { databaseFile, syncCommand } from './cli-sync.js';
 import { branchCommands } from './cli-branches.js';
 
 const USAGE = `pagewise <command> [options]
@@ -43,7 +42,8 @@ Commands (a database file: --db, default ./pagewise.sqlite3):
                                ORIGIN (repeatable) accept more
 
 Options: --db PATH · --conversation/-c ID · --json · --config FILE (engine options as JSON) ·
-         --embedder default|off · --window N (contextWindow)
+         --embedder default|off · --window N (contextWindow) · --create: a database file (--db, sync's FILE) that
+         does not exist is made; without it only import, replay and mcp make one, the others refuse
 Exit codes: 0 done · 1 pagewise refused or failed (the error's code is printed) · 2 bad command line`;
 
 class UsageError extends Error {}
@@ -61,6 +61,7 @@ const options = {
   tag: { type: 'string' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
+  create: { type: 'boolean' },
   http: { type: 'string' },
   host: { type: 'string' },
   token: { type: 'string' },
@@ -151,14 +152,19 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'sync' && !rest[0]) throw new UsageError('sync URL|FILE: a sync endpoint (https://…/v1/pagewise/sync) or another database file');
   // Checked before the database opens: a server that would run unguarded must not start at all.
   const served = command === 'mcp' ? await mcpFlags(v) : undefined;
-  // Read before the database opens: a missing file must not leave a new, empty database behind.
-  const input = (command === 'import' || command === 'replay') && rest[0] ? readInput(rest[0], IMPORT_FILE) : undefined;
+  const engine = engineOptions();
+  // Bad options are refused as such before any file is looked at (not as a missing database).
+  const limits = resolveOptions(engine);
+  // Read and checked whole before the database opens: a missing or malformed file leaves no new database behind.
+  const input = (command === 'import' || command === 'replay') && rest[0] ? readImportFile(readInput(rest[0], IMPORT_FILE), rest[0], limits) : undefined;
+  // A mistyped --db must not become a new, empty database (nor sync's FILE a copy of this one): only on purpose.
+  const creates = v.create === true || command === 'import' || command === 'replay' || command === 'mcp';
   // replay without --db works in memory: a benchmark run leaves no file behind.
-  const storage = command === 'replay' && !v.db ? undefined : fileStorage(v.db ?? 'pagewise.sqlite3');
-  const memory = await createMemory({ ...engineOptions(), ...(storage ? { storage } : {}) });
+  const storage = command === 'replay' && !v.db ? undefined : fileStorage(databaseFile(v.db ?? 'pagewise.sqlite3', creates, v.db === undefined ? 'the default --db' : '--db'));
+  const memory = await createMemory({ ...engine, ...(storage ? { storage } : {}) });
   try {
     if (command === 'mcp') return await mcp(memory, served);
-    if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (path) => createMemory({ ...engineOptions(), storage: fileStorage(path) }) });
+    if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (path) => createMemory({ ...engineOptions(), storage: fileStorage(databaseFile(path, v.create === true, 'sync FILE')) }) });
     return await COMMANDS.get(command)!(memory, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input }, rest, command);
   } finally {
     await memory.close();
@@ -214,8 +220,8 @@ interface Context {
   messages?: string[] | undefined;
   tag?: string | undefined;
   given?: string | undefined;
-  /** The text of import's and replay's FILE. */
-  input?: string | undefined;
+  /** import's and replay's FILE, read and checked. */
+  input?: ImportFile | undefined;
 }
 
 /** A command on an open memory: its exit code. */
@@ -317,19 +323,13 @@ async function exportCommand(memory: Memory, c: Context): Promise<number> {
 async function importFile(memory: Memory, c: Context, rest: string[], command: string): Promise<number> {
   const { json } = c;
   if (!rest[0] || c.input === undefined) throw new UsageError(`${command} FILE`);
-  const raw = c.input;
-  const first = raw.trimStart().startsWith('{') ? (() => { try { return JSON.parse(raw) as { format?: unknown }; } catch { return null; } })() : null;
-  if (command === 'import' && first?.format === 'pagewise') {
-    const report = await memory.import(first as ExportData);
+  if (c.input.kind === 'pagewise') {
+    if (command === 'replay') throw new PagewiseError('INVALID_ARGUMENT', 'cli', `${rest[0]} is pagewise's export, which holds no questions: replay a LoCoMo or LongMemEval file (pagewise import restores an export).`);
+    const report = await memory.import(c.input.data);
     out(json, report, () => `${report.turns} messages stored in ${report.conversations.length} conversations (${report.skipped} already there)`);
     return 0;
   }
-  let conversations;
-  try {
-    conversations = parseConversationFile(raw, basename(rest[0]).replace(/\.[^.]+$/, ''));
-  } catch (e) {
-    throw new PagewiseError('INVALID_ARGUMENT', 'cli', `${rest[0]}: ${(e as Error).message}.`);
-  }
+  let conversations = c.input.conversations;
   if (c.given) conversations = conversations.filter((x) => x.id === c.given);
   const total = conversations.reduce((n, x) => n + x.batches.length, 0);
   let done = 0;

@@ -86,7 +86,8 @@ describe('npx pagewise (the CLI)', () => {
     const a = join(dir, 'sync-a.sqlite3');
     const b = join(dir, 'sync-b.sqlite3');
     expect(cli('import', LOCOMO, '--db', a, '--embedder', 'off').code).toBe(0);
-    const first = cli('sync', b, '--db', a, '--embedder', 'off', '--json');
+    // b is new: made on purpose (--create); a mistyped path is refused (below).
+    const first = cli('sync', b, '--db', a, '--embedder', 'off', '--create', '--json');
     expect(first.code, first.err).toBe(0);
     expect(first.json()).toMatchObject({ pushed: 61, pulled: 0, conversations: ['priya-tom'] });
     expect(first.err).toMatch(/sync: push 61 turns, 1 batches/);
@@ -110,6 +111,106 @@ describe('npx pagewise (the CLI)', () => {
     const r = cli('import', join(dir, 'missing.json'), '--db', target, '--embedder', 'off', '--json');
     expect(r.code).toBe(1);
     expect(r.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/missing\.json".*pass the path of a LoCoMo/) } });
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('sync to a database file that does not exist is refused, naming it and --create; nothing is made or pushed', () => {
+    const a = join(dir, 'sync-typo-a.sqlite3');
+    expect(cli('import', LOCOMO, '--db', a, '--embedder', 'off').code).toBe(0);
+    const typo = join(dir, 'sync-typo-b.sqlit3');
+    const r = cli('sync', typo, '--db', a, '--embedder', 'off', '--json');
+    expect(r.code, r.err).toBe(1);
+    expect(r.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/sync-typo-b\.sqlit3".*--create/) } });
+    expect(existsSync(typo)).toBe(false);
+    expect(r.err).not.toMatch(/sync: push/);
+    // The other way round: --db mistyped, the other file real.
+    const typoDb = join(dir, 'sync-typo-c.sqlite3');
+    const back = cli('sync', a, '--db', typoDb, '--embedder', 'off', '--json');
+    expect(back.code).toBe(1);
+    expect(back.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('sync-typo-c.sqlite3') } });
+    expect(existsSync(typoDb)).toBe(false);
+  });
+
+  it('a --db that does not exist is NOT_FOUND for every command that does not make one; --create makes it on purpose', () => {
+    const missing = join(dir, 'no-such.sqlite3');
+    const commands: string[][] = [
+      ['status'], ['tags', '-c', 'x'], ['branches', 'x'], ['checkout', 'x', 'm'], ['recall', 'tag', '-c', 'x'],
+      ['retrieve', '-c', 'x', '-m', 'hello'], ['transform', '-c', 'x', '-m', 'hello'], ['compact', '-c', 'x'],
+      ['aliases', 'list'], ['aliases', 'add', 'db', 'database'], ['cost-report'], ['export'], ['forget', '-c', 'x'],
+    ];
+    for (const args of commands) {
+      const r = cli(...args, '--db', missing, '--embedder', 'off', '--json');
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.json(), args.join(' ')).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringMatching(/no-such\.sqlite3".*--create/) } });
+      expect(existsSync(missing), args.join(' ')).toBe(false);
+    }
+    // The default --db (./pagewise.sqlite3) too, run where there is none.
+    const cwd = mkdtempSync(join(tmpdir(), 'pagewise-cli-cwd-'));
+    try {
+      const r = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), resolve(import.meta.dirname, '../../src/surfaces/cli.ts'), 'status', '--json'], { cwd, encoding: 'utf8', timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('pagewise.sqlite3') } });
+      expect(existsSync(join(cwd, 'pagewise.sqlite3'))).toBe(false);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+    const made = cli('status', '--db', missing, '--create', '--json');
+    expect(made.code, made.err).toBe(0);
+    expect(made.json()).toEqual({ conversations: [] });
+    expect(existsSync(missing)).toBe(true);
+  });
+
+  it('import of a file nested 100,000 deep (arrays or objects, whole or in a field) is INVALID_ARGUMENT saying what shape to pass; nothing stored, no database made', () => {
+    const deep = 100_000;
+    const arrays = '['.repeat(deep) + ']'.repeat(deep);
+    const objects = '{"a":'.repeat(deep) + '1' + '}'.repeat(deep);
+    const files: [string, string][] = [
+      ['arrays.json', arrays],
+      ['objects.json', objects],
+      ['messages.json', `{"messages":${arrays}}`],
+      ['turns.json', `{"format":"pagewise","version":1,"conversations":[{"id":"x","turns":${arrays}}]}`],
+      ['session.json', `{"speaker_a":"A","session_1_date_time":"1:00 pm on 8 May, 2023","session_1":${arrays},"qa":[]}`],
+      ['haystack.json', `[{"question_id":"q","question":"?","haystack_dates":[],"haystack_sessions":${objects}}]`],
+      ['content.jsonl', `{"messages":[{"role":"user","content":"fine"}]}\n{"messages":[{"role":"user","content":${arrays}}]}\n`],
+    ];
+    for (const [name, text] of files) {
+      const file = join(dir, name);
+      writeFileSync(file, text);
+      const target = join(dir, `deep-${name}.sqlite3`);
+      const r = cli('import', file, '--db', target, '--embedder', 'off', '--json');
+      expect(r.code, name).toBe(1);
+      const error = (r.json() as { error: { code: string; message: string } }).error;
+      expect(error.code, name).toBe('INVALID_ARGUMENT');
+      expect(error.message, name).toMatch(/more than 64 levels deep.*pass a LoCoMo conversation \{ speaker_a, session_1/);
+      expect(error.message, name).toContain(name);
+      expect(r.err, name).not.toMatch(/Cannot read properties|Maximum call stack|import: \d+\//);
+      expect(existsSync(target), name).toBe(false);
+    }
+  });
+
+  it('import of a file of the wrong shape names the field and what belongs there, and stores nothing (not even earlier lines)', () => {
+    const cases: [string, string, RegExp][] = [
+      ['lme.json', '[[[1]]]', /\[0\] must be a question \{ question_id, question, haystack_dates, haystack_sessions \} \(got an array\)/],
+      ['haystack.json', '[{"question_id":"q","question":"?","question_type":"t","question_date":"2023/05/20 (Sat) 02:21","haystack_dates":["2023/05/20 (Sat) 02:21"],"haystack_sessions":[[[1]]]}]', /\[0\]\.haystack_sessions\[0\]\[0\] must be a turn \{ role, content \}/],
+      ['locomo.json', '{"speaker_a":"A","session_1_date_time":"1:00 pm on 8 May, 2023","session_1":[[1]]}', /session_1\[0\] must be a turn \{ speaker, dia_id, text \}/],
+      ['no-date.json', '{"speaker_a":"A","session_1":[]}', /session_1_date_time must be a LoCoMo date .* \(it is missing\)/],
+      ['lines.jsonl', '{"messages":[{"role":"user","content":"stored first?"}]}\n{"messages":[[1]]}\n', /line 2: messages\[0\] must be a message \{ role, content \}/],
+      ['other.json', '{"a":{"b":1}}', /none of the formats pagewise imports: pass a LoCoMo conversation/],
+    ];
+    for (const [name, text, message] of cases) {
+      const file = join(dir, name);
+      writeFileSync(file, text);
+      const target = join(dir, `shape-${name}.sqlite3`);
+      const r = cli('import', file, '--db', target, '--embedder', 'off', '--json');
+      expect(r.code, name).toBe(1);
+      expect(r.json(), name).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) } });
+      expect(existsSync(target), name).toBe(false);
+    }
+    // A bad message in a later line: the first line's conversation is not stored either.
+    writeFileSync(join(dir, 'role.jsonl'), '{"id":"first","messages":[{"role":"user","content":"hello"}]}\n{"messages":[{"role":"robot","content":"x"}]}\n');
+    const target = join(dir, 'role.sqlite3');
+    const r = cli('import', join(dir, 'role.jsonl'), '--db', target, '--embedder', 'off', '--json');
+    expect(r.json()).toMatchObject({ error: { code: 'INVALID_ROLE', message: expect.stringContaining('line 2: messages[0].role') } });
     expect(existsSync(target)).toBe(false);
   });
 });

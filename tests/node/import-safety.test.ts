@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ExportData, type Memory, sqliteWasm } from '../../src/index.js';
 import type { StorageDriver } from '../../src/contracts/types.js';
+import { parseConversationFile, readImportFile } from '../../src/surfaces/formats.js';
 import { assistant, createMemory, user } from './helpers.js';
 
 let memory: Memory | undefined;
@@ -159,4 +160,74 @@ describe('a failure half-way through the writes', () => {
     expect({ ...await memory.export(), exportedAt: '' }).toEqual({ ...before, exportedAt: '' });
     expect(await f.inner.query("SELECT COUNT(*) AS n FROM pagewise_meta WHERE key LIKE 'import:%'")).toEqual([{ n: 0 }]);
   }, 30_000);
+});
+
+// JSON.parse builds a value 100,000 levels deep without complaint; what reads it next must refuse it typed, not with
+// "Cannot read properties of undefined" or a stack overflow.
+const DEEP = 100_000;
+const deepArrays = () => JSON.parse('['.repeat(DEEP) + ']'.repeat(DEEP)) as unknown;
+const deepObjects = () => JSON.parse('{"a":'.repeat(DEEP) + '1' + '}'.repeat(DEEP)) as unknown;
+
+describe('deeply nested input', () => {
+  const turn = (extra: Record<string, unknown> = {}) => ({ id: 'd1', role: 'user', content: 'Deep water.', createdAt: '2026-01-01T00:00:00Z', ...extra });
+  for (const [kind, deep] of [['arrays', deepArrays], ['objects', deepObjects]] as const) {
+    const places: [string, () => unknown][] = [
+      ['the whole argument', deep],
+      ['data.conversations', () => ({ ...exportOf([]), conversations: deep() })],
+      ['a conversation', () => ({ ...exportOf([]), conversations: [deep()] })],
+      ['a conversation\'s turns', () => exportOf([{ id: 'd', turns: deep() as unknown[] }])],
+      ['a turn', () => exportOf([{ id: 'd', turns: [deep()] }])],
+      ['a turn\'s content', () => exportOf([{ id: 'd', turns: [turn({ content: deep() })] }])],
+      ['a turn\'s toolCalls', () => exportOf([{ id: 'd', turns: [turn({ role: 'assistant', toolCalls: deep() })] }])],
+      ['a turn\'s branch', () => exportOf([{ id: 'd', turns: [turn({ branch: deep() })] }])],
+      ['pins', () => exportOf([{ id: 'd', turns: [turn()], pins: deep() as unknown[] }])],
+      ['aliases', () => exportOf([{ id: 'd', turns: [turn()] }], deep() as unknown[])],
+      ['attachments', () => ({ ...exportOf([{ id: 'd', turns: [turn()] }]), attachments: deep() })],
+    ];
+    for (const [where, data] of places) {
+      it(`memory.import() with 100,000 nested ${kind} in ${where}: a typed refusal, nothing stored`, async () => {
+        memory = await seeded();
+        const before = await snapshot(memory);
+        const error = await memory.import(data() as ExportData).then(() => undefined, (e: unknown) => e);
+        expect(error).toMatchObject({ name: 'PagewiseError', code: expect.stringMatching(/^INVALID_/) });
+        expect((error as Error).message).not.toMatch(/Cannot read properties|Maximum call stack/);
+        expect(await snapshot(memory)).toEqual(before);
+      });
+    }
+  }
+
+  it('an import file (LoCoMo, LongMemEval, JSONL, export) nested 100,000 deep: INVALID_ARGUMENT saying what shape to pass', () => {
+    const arrays = '['.repeat(DEEP) + ']'.repeat(DEEP);
+    const objects = '{"a":'.repeat(DEEP) + '1' + '}'.repeat(DEEP);
+    const texts = [
+      arrays, objects, `{"messages":${arrays}}`, `{"messages":${objects}}`, `{"turns":${arrays}}`,
+      `{"speaker_a":"A","session_1":${arrays}}`, `{"conversation":${objects},"qa":[]}`,
+      `[{"question_id":"q","haystack_sessions":${arrays}}]`, `{"messages":[]}\n{"messages":${arrays}}\n`,
+      `{"format":"pagewise","version":1,"conversations":[{"id":"x","turns":${arrays}}]}`,
+    ];
+    for (const text of texts) {
+      for (const read of [() => readImportFile(text, 'deep.json'), () => parseConversationFile(text, 'deep')]) {
+        let error: unknown;
+        try { read(); } catch (e) { error = e; }
+        expect(error, text.slice(0, 40)).toMatchObject({ name: 'PagewiseError', code: 'INVALID_ARGUMENT' });
+        expect((error as Error).message, text.slice(0, 40)).toMatch(/more than 64 levels deep.*pass a LoCoMo conversation \{ speaker_a, session_1: \[\{ speaker, dia_id, text \}\], qa \}, a LongMemEval array/);
+      }
+    }
+  });
+
+  it('an import file of the wrong shape, shallow: a typed error naming the field and its expected shape', () => {
+    const cases: [string, RegExp][] = [
+      ['[[[1]]]', /\[0\] must be a question \{ question_id, question, haystack_dates, haystack_sessions \} \(got an array\)/],
+      ['[{"question_id":"q","haystack_dates":[],"haystack_sessions":{"a":1}}]', /\[0\]\.haystack_sessions must be an array of sessions/],
+      ['{"speaker_a":"A","session_1_date_time":"1:00 pm on 8 May, 2023","session_1":[{"speaker":"A","dia_id":"D1:1","text":["hi"]}]}', /session_1\[0\]\.text must be a string \(got an array\)/],
+      ['{"speaker_a":"A","session_1_date_time":"1:00 pm on 8 May, 2023","session_1":[],"qa":[{"question":"?","evidence":[["D1:1"]],"category":1}]}', /qa\[0\]\.evidence\[0\] must be a turn id/],
+      ['{"messages":[{"role":"assistant","content":"x","tool_calls":[{"id":"c","function":[1]}]}]}', /messages\[0\]\.tool_calls\[0\]\.function must be \{ name, arguments \}/],
+    ];
+    for (const [text, message] of cases) {
+      let error: unknown;
+      try { readImportFile(text, 'shape.json'); } catch (e) { error = e; }
+      expect(error, text).toMatchObject({ name: 'PagewiseError', code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) });
+      expect((error as Error).message, text).toContain('shape.json: ');
+    }
+  });
 });
