@@ -26,7 +26,9 @@ export type PagewiseErrorCode =
   | 'ABORTED'
   | 'NOT_FOUND'
   | 'UNKNOWN_TOOL'
-  | 'UNAUTHENTICATED';
+  | 'UNAUTHENTICATED'
+  /** An HTTP surface's upstream (the proxy's LLM provider) failed or refused the server's own credentials. */
+  | 'UPSTREAM_ERROR';
 
 /** All codes, for validation across the worker boundary. */
 export const ERROR_CODES: readonly PagewiseErrorCode[] = [
@@ -34,7 +36,7 @@ export const ERROR_CODES: readonly PagewiseErrorCode[] = [
   'INVALID_CONTENT', 'EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'ATTACHMENT_TOO_LARGE', 'INVALID_TOOL_CALL', 'INVALID_DATE', 'ID_CONFLICT',
   'CONVERSATION_NOT_FOUND', 'BUDGET_EXCEEDED', 'ENGINE_CLOSED', 'STORAGE_LOCKED', 'STORAGE_UNAVAILABLE',
   'STORAGE_ERROR', 'STORAGE_FULL', 'WORKER_FAILED', 'LLM_ERROR', 'TAGGER_ERROR', 'EMBEDDING_ERROR', 'ABORTED', 'NOT_FOUND', 'UNKNOWN_TOOL',
-  'UNAUTHENTICATED',
+  'UNAUTHENTICATED', 'UPSTREAM_ERROR',
 ];
 
 /**

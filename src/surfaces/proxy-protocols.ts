@@ -7,6 +7,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import { describe } from '../common/messages.js';
 import { attachmentRef, fromBase64, toBase64 } from '../common/parts.js';
 import type { AttachmentPart, ChatMessage, ContentPart } from '../contracts/types.js';
+import { REDACTED } from '../text/redact.js';
 
 export type Json = Record<string, unknown>;
 
@@ -108,4 +109,30 @@ export function joinSystem(system: unknown, memory: string): unknown {
   if (typeof system === 'string') return `${system}\n\n${memory}`;
   if (Array.isArray(system)) return [...system, { type: 'text', text: memory }];
   return system;
+}
+
+// A token of an upstream's error text ends at whitespace, quotes and JSON's punctuation: a key is never split, and
+// JSON stays JSON with one redacted.
+const TOKEN = /[^\s"'`,;:()<>[\]{}]+/g;
+const lettersAndDigits = (s: string): boolean => /\d/.test(s) && /[A-Za-z]/.test(s);
+
+/** Whether a token of error text looks like a credential (see `redactKeys`). */
+function keyLike(token: string): boolean {
+  if (/(^|[^A-Za-z0-9])sk-/i.test(token) || /[*•]{3}/.test(token)) return true;
+  return (token.match(/[\w-]{20,}/g) ?? []).some((s) => (s.match(/[A-Za-z0-9]{20,}/g) ?? []).some(lettersAndDigits)
+    || (/[a-z]/.test(s) && /[A-Z]/.test(s) && s.split(/[-_]/).some((part) => part.length >= 8 && lettersAndDigits(part))));
+}
+
+/**
+ * An upstream's error text with whatever looks like a key replaced by `[redacted]`: an `sk-` key, whole or masked
+ * as OpenAI quotes a refused one (`sk-PROB****6789`); any token masked with `***`; 20+ characters of letters and
+ * digits mixed as generated keys are (request ids go too). Model names and error codes — short words joined by `-`
+ * or `_`, or without digits — stay readable. An upstream's text may quote keys the proxy never sent (a client's, a
+ * project's), so this does not rely on knowing the key.
+ */
+export function redactKeys(text: string): string {
+  return text.replace(TOKEN, (token) => {
+    const core = token.replace(/\.+$/, '');
+    return keyLike(core) ? REDACTED + token.slice(core.length) : token;
+  });
 }

@@ -4,7 +4,8 @@ import type { Memory } from '../contracts/memory.js';
 import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
 import { validateConversationId } from '../common/messages.js';
 import { redact } from '../text/redact.js';
-import { type Json, type Protocol, type ReadMessages, isObject } from './proxy-protocols.js';
+import { type Json, type Protocol, type ReadMessages, isObject, redactKeys } from './proxy-protocols.js';
+import { claimForProxy } from './shared-memories.js';
 import { openai } from './proxy-openai.js';
 import { anthropic } from './proxy-anthropic.js';
 import { contentText } from '../common/messages.js';
@@ -34,7 +35,8 @@ export interface MemoryProxyOptions<Env = unknown> {
   /**
    * The memory of a conversation: one engine for all, or one per conversation (e.g. `(key) => memoryStub(env.MEMORY,
    * key)`). `key` is the stored conversation id: with `authenticate`, it combines the user and the header's id
-   * (`proxyConversationKey`), so two users' `c1` are two memories.
+   * (`proxyConversationKey`), so two users' `c1` are two memories. One memory object holds every caller's
+   * conversations, so a `syncEndpoint` may not serve that object whole (INVALID_OPTIONS, whichever is built first).
    */
   memory: Memory | ((key: string, caller: ProxyCaller) => Memory);
   /** `POST /v1/chat/completions` goes here (OpenAI-compatible). */
@@ -116,7 +118,7 @@ export function sameSecret(a: string, b: string): boolean {
 const STATUS: Partial<Record<PagewiseErrorCode, number>> = {
   MESSAGE_TOO_LARGE: 413, NOT_FOUND: 404, CONVERSATION_NOT_FOUND: 404, UNAUTHENTICATED: 401,
   ENGINE_CLOSED: 503, STORAGE_LOCKED: 503, STORAGE_UNAVAILABLE: 503, STORAGE_FULL: 507, STORAGE_ERROR: 500, WORKER_FAILED: 500,
-  LLM_ERROR: 502, EMBEDDING_ERROR: 502, TAGGER_ERROR: 502,
+  LLM_ERROR: 502, EMBEDDING_ERROR: 502, TAGGER_ERROR: 502, UPSTREAM_ERROR: 502,
 };
 
 /** The HTTP status of a PagewiseError's code, as pagewise's HTTP surfaces answer it (the proxy, the sync endpoint). */
@@ -221,7 +223,9 @@ const leadingSystem = (raw: unknown[]): number => {
  * (Anthropic, streaming or not). It first decides who is calling (`authenticate`, `conversationOf`; a 401 forwards
  * and stores nothing), then `onMessageInbound` for the last user message and the memory as the request's system
  * text; the reply goes to the client untouched while its text is collected; `onTurnComplete` runs through
- * `ctx.waitUntil`, never delaying the reply. An upstream error passes through and stores nothing.
+ * `ctx.waitUntil`, never delaying the reply. An upstream error passes through (anything in it that looks like a key
+ * redacted) and stores nothing; the upstream refusing the server's own key (401/403) is pagewise's 502 UPSTREAM_ERROR,
+ * none of the upstream's body in it.
  *
  * @example
  * const tokens = new Map([['s3cret-alice', 'alice']]);
@@ -234,6 +238,8 @@ const leadingSystem = (raw: unknown[]): number => {
  */
 export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (request: Request, ctx?: WaitUntil, env?: Env) => Promise<Response> {
   const resolve = resolver(options);
+  // One memory object holds every caller's conversations: a sync endpoint must not serve it whole.
+  if (typeof options.memory === 'object' && options.memory !== null) claimForProxy(options.memory);
   const memoryOf = typeof options.memory === 'function' ? options.memory : () => options.memory as Memory;
   return async (request, ctx, env) => {
     try {
@@ -279,16 +285,17 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     // Recalled images go just before the new message; Anthropic's tool results must follow their call, so not there.
     const reattach = added.added.length > 0 && protocol.canStart(kept[newAt]) ? added.added.map((m) => protocol.write(m)) : [];
     const forwarded = protocol.assemble(body, [...kept.slice(0, newAt), ...reattach, ...kept.slice(newAt)], added.text);
-    const { response, failed } = await forward(request, kind, upstream, forwarded, options.forwardClientKey === true);
+    const { response, failed, clientKey } = await forward(request, kind, upstream, forwarded, options.forwardClientKey === true);
     if (failed) return response;
+    if ((response.status === 401 || response.status === 403) && !clientKey) return keyRefused(response, kind);
     // What the upstream says, as it says it (status, body); only the exchange's storing is pagewise's.
     const passHeaders = new Headers(response.headers);
     passHeaders.delete('content-length');
     passHeaders.delete('content-encoding');
     if (!response.ok || !response.body) {
-      // An upstream that echoes the key it was sent (in a 401's body) must not hand the server's key to the client.
-      const secrets = upstream.apiKey && !options.forwardClientKey ? [upstream.apiKey] : [];
-      return new Response(secrets.length > 0 && response.body ? redact(await response.text(), secrets) : response.body, { status: response.status, headers: passHeaders });
+      // An upstream's error may quote a key (the server's, in any spelling, or one masked): none reaches the client.
+      const secrets = upstream.apiKey && !clientKey ? [upstream.apiKey] : [];
+      return new Response(response.body ? redactKeys(redact(await response.text(), secrets)) : null, { status: response.status, headers: passHeaders });
     }
     // The round as the request gave it, then the reply: what is stored already (the earlier steps of a tool loop) is skipped.
     const turn = all.slice(round);
@@ -313,11 +320,22 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
   }
 }
 
+/**
+ * The upstream refused the server's own key (401/403): pagewise's error, with none of the upstream's body (OpenAI
+ * quotes part of the refused key, `sk-PROB****6789`) and none of its headers. The client cannot fix this; a 502.
+ */
+async function keyRefused(response: Response, kind: 'openai' | 'anthropic'): Promise<Response> {
+  await response.body?.cancel().catch(() => undefined);
+  const which = kind === 'openai' ? 'OpenAI-compatible' : 'Anthropic';
+  return errorResponse(502, 'UPSTREAM_ERROR', `The ${which} upstream refused this server's provider key (${response.status}); nothing was forwarded on or stored. The server's operator must fix the proxy's upstream apiKey (or its permissions): nothing in the request can.`);
+}
+
 /** The request sent on with the provider's key (or the client's, when configured); a 502/504 when it cannot be. */
-async function forward(request: Request, kind: 'openai' | 'anthropic', upstream: UpstreamOptions, forwarded: Record<string, unknown>, clientKeyToo: boolean): Promise<{ response: Response; failed: boolean }> {
+async function forward(request: Request, kind: 'openai' | 'anthropic', upstream: UpstreamOptions, forwarded: Record<string, unknown>, clientKeyToo: boolean): Promise<{ response: Response; failed: boolean; clientKey: boolean }> {
   const headers = new Headers({ 'content-type': 'application/json', ...upstream.headers });
   const clientKey = kind === 'openai' ? request.headers.get('authorization') : request.headers.get('x-api-key');
-  if (clientKeyToo && clientKey) headers.set(kind === 'openai' ? 'authorization' : 'x-api-key', clientKey);
+  const sendsClientKey = clientKeyToo && clientKey !== null && clientKey !== '';
+  if (sendsClientKey) headers.set(kind === 'openai' ? 'authorization' : 'x-api-key', clientKey);
   else if (upstream.apiKey) {
     if (kind === 'openai') headers.set('authorization', `Bearer ${upstream.apiKey}`);
     else headers.set('x-api-key', upstream.apiKey);
@@ -325,9 +343,9 @@ async function forward(request: Request, kind: 'openai' | 'anthropic', upstream:
   if (kind === 'anthropic' && !headers.has('anthropic-version')) headers.set('anthropic-version', '2023-06-01');
   const target = `${upstream.baseUrl.replace(/\/+$/, '')}${(kind === 'openai' ? openai : anthropic).path}`;
   try {
-    return { response: await fetch(target, { method: 'POST', headers, body: JSON.stringify(forwarded), signal: AbortSignal.timeout(upstream.timeoutMs ?? 120_000) }), failed: false };
+    return { response: await fetch(target, { method: 'POST', headers, body: JSON.stringify(forwarded), signal: AbortSignal.timeout(upstream.timeoutMs ?? 120_000) }), failed: false, clientKey: sendsClientKey };
   } catch (e) {
     const timedOut = (e as Error)?.name === 'TimeoutError';
-    return { response: errorResponse(timedOut ? 504 : 502, 'UPSTREAM_ERROR', timedOut ? `The upstream did not answer within ${upstream.timeoutMs ?? 120_000} ms.` : `The upstream could not be reached (${(e as Error)?.message ?? e}).`), failed: true };
+    return { response: errorResponse(timedOut ? 504 : 502, 'UPSTREAM_ERROR', timedOut ? `The upstream did not answer within ${upstream.timeoutMs ?? 120_000} ms.` : `The upstream could not be reached (${(e as Error)?.message ?? e}).`), failed: true, clientKey: sendsClientKey };
   }
 }

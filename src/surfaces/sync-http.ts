@@ -6,6 +6,7 @@ import type { SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.
 import { describe, readArray, readRecord } from '../common/messages.js';
 import { withSync } from '../common/sync.js';
 import { errorStatus } from './proxy.js';
+import { claimForSync } from './shared-memories.js';
 
 const MODULE = 'sync-http';
 /** Where the endpoint answers unless `path` says otherwise. */
@@ -20,9 +21,11 @@ const NAMED = 'syncState, syncChanges or applySync';
 
 export interface SyncEndpointOptions<Env = unknown> {
   /**
-   * The memory a user syncs with: one for all, or one per user (e.g. `(user) => memoryStub(env.MEMORY_USERS,
-   * 'user:' + encodeURIComponent(user))` on a PagewiseMemory with `scope: 'user'`). Any object with the three sync
-   * methods will do.
+   * The memory a user syncs with: one per user (e.g. `(user) => memoryStub(env.MEMORY_USERS, 'user:' +
+   * encodeURIComponent(user))` on a PagewiseMemory with `scope: 'user'`), or a single memory, which is ONE person's
+   * memory: every caller `authenticate` accepts reads and writes all of it. A memory a `memoryProxy` keeps several
+   * users' conversations in is refused here (INVALID_OPTIONS), whichever is built first. Any object with the three
+   * sync methods will do.
    */
   memory: SyncPeer | ((user: string, env: Env) => SyncPeer | Promise<SyncPeer>);
   /**
@@ -77,6 +80,8 @@ function readEndpointOptions<Env>(options: SyncEndpointOptions<Env>) {
   if (!origins || origins.some((x) => typeof x !== 'string' || (x !== '*' && !isOrigin(x)))) {
     invalidOptions('allowedOrigins', `\`allowedOrigins\` lists origins as scheme://host[:port] (e.g. https://app.example), or '*' (got ${describe(o.allowedOrigins)}).`);
   }
+  // Last, so that options refused for another reason register nothing.
+  if (typeof memory !== 'function') claimForSync(memory);
   return {
     memoryOf: typeof memory === 'function' ? memory : () => memory,
     authenticate: o.authenticate as SyncEndpointOptions<Env>['authenticate'],
@@ -88,18 +93,25 @@ function readEndpointOptions<Env>(options: SyncEndpointOptions<Env>) {
 // reads the reply (fetch does) otherwise sees the connection reset instead of the 413.
 const DRAIN_BYTES = 64_000_000;
 
-/** The body, or null when it is over `max` bytes (kept no further than that; the rest read and dropped). */
-async function readCapped(request: Request, max: number): Promise<Uint8Array | null> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
+/**
+ * The body, or null when it is over `max` bytes: kept no further than that, the next `drain` bytes read and dropped,
+ * then the stream cancelled (a request or a reply alike).
+ */
+async function readCapped(message: Request | Response, max: number, drain: number): Promise<Uint8Array | null> {
+  const declared = Number(message.headers.get('content-length') ?? NaN);
+  if (!message.body) return new Uint8Array(0);
+  const reader = message.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = Number.isFinite(declared) && declared > max ? declared : 0;
+  if (size > max + drain) {
+    await reader.cancel().catch(() => undefined);
+    return null;
+  }
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > max + DRAIN_BYTES) {
+    if (size > max + drain) {
       await reader.cancel().catch(() => undefined);
       break;
     }
@@ -143,9 +155,20 @@ function parseCall(bytes: Uint8Array): { method: SyncMethod; args: unknown[] } {
     badRequest(`\`method\` must be ${NAMED}: the sync endpoint serves nothing else (got ${describe(method)}).`, 'method');
   }
   const args = call.args === undefined ? [] : readArray(call.args, 'args', 'INVALID_ARGUMENT', MODULE);
-  if (!args || args.length > 2) badRequest(`\`args\` must be the method's arguments as an array of at most 2 (got ${describe(call.args)}).`, 'args');
+  if (!args || args.length > 3) badRequest(`\`args\` must be the method's arguments as an array of at most 3 (got ${describe(call.args)}).`, 'args');
   if (depthOver(args, MAX_DEPTH)) badRequest(`\`args\` nests deeper than ${MAX_DEPTH} levels, which no sync batch does.`, 'args');
   return { method: method as SyncMethod, args };
+}
+
+/**
+ * The arguments as the memory gets them: a caller over HTTP never makes the memory take a new id (`renew`); it may
+ * still show it a receipt (`seen`), which the memory checks against its own history and its own signature.
+ */
+function callerArgs(method: SyncMethod, args: unknown[]): unknown[] {
+  if (method !== 'syncState' || args.length < 3) return args;
+  const options = readRecord(args[2], 'args[2]', 'INVALID_ARGUMENT', MODULE);
+  if (!options) badRequest(`args[2], syncState's options, must be an object { seen? } (got ${describe(args[2])}).`, 'args[2]');
+  return [args[0], args[1] ?? undefined, options.seen === undefined ? {} : { seen: options.seen }];
 }
 
 /**
@@ -181,11 +204,11 @@ export function syncEndpoint<Env = unknown>(options: SyncEndpointOptions<Env>): 
       if (typeof user !== 'string' || user === '') {
         return errorResponse(401, 'UNAUTHENTICATED', 'The sync endpoint needs credentials it accepts: send Authorization: Bearer <token> with a token the server lists (remoteMemory(url, { token })). Nothing was read or stored.', undefined, { ...cors, 'www-authenticate': 'Bearer' });
       }
-      const bytes = await readCapped(request, o.max);
+      const bytes = await readCapped(request, o.max, DRAIN_BYTES);
       if (bytes === null) return errorResponse(413, 'MESSAGE_TOO_LARGE', `The request body is over ${o.max} bytes, this endpoint's limit: sync with smaller batches (options.batchBytes). Nothing was stored.`, undefined, cors);
       const { method, args } = parseCall(bytes);
       const peer = await o.memoryOf(user, env as Env);
-      const value = await (peer as unknown as Record<SyncMethod, (...a: unknown[]) => Promise<unknown>>)[method](...args);
+      const value = await (peer as unknown as Record<SyncMethod, (...a: unknown[]) => Promise<unknown>>)[method](...callerArgs(method, args));
       return Response.json({ value }, { headers: cors });
     } catch (e) {
       if (isPagewiseError(e)) return errorResponse(errorStatus(e.code), e.code, e.message, e.path, cors);
@@ -207,6 +230,13 @@ export interface RemoteMemoryOptions {
   headers?: Record<string, string>;
   /** Allow plain `http://` to a host that is not this machine (the token and the memory travel unencrypted). */
   allowHttp?: boolean;
+  /**
+   * The longest reply read, in bytes (default 64,000,000); a longer one is cancelled as it streams in, a
+   * MESSAGE_TOO_LARGE. An endpoint's largest reply is a batch: about `batchBytes` of turns (default 1,000,000) but
+   * one turn always whole — up to the row limit, 2 MB at the edge, which JSON's escapes make at most six times longer
+   * — or attachment pieces within `batchBytes`. 64 MB is five times that worst case, and still memory a phone has.
+   */
+  maxReplyBytes?: number;
 }
 
 /** What `remoteMemory()` gives: a sync peer over HTTP, and `sync` from this side. */
@@ -216,6 +246,7 @@ export interface RemoteMemory extends SyncPeer {
   sync(other: SyncPeer, options?: SyncOptions): Promise<SyncReport>;
 }
 
+const DEFAULT_MAX_REPLY = 64_000_000;
 const LOOPBACK = /^(localhost|.*\.localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 function readUrl(url: unknown, allowHttp: boolean): string {
@@ -251,11 +282,13 @@ function readRemoteOptions(options: RemoteMemoryOptions) {
   } catch (e) {
     return invalidOptions('headers', `options.headers must be header names and values (${(e as Error).message}).`);
   }
+  const maxReplyBytes = o.maxReplyBytes === undefined ? DEFAULT_MAX_REPLY : o.maxReplyBytes;
+  if (typeof maxReplyBytes !== 'number' || !Number.isInteger(maxReplyBytes) || maxReplyBytes < 1) invalidOptions('maxReplyBytes', `options.maxReplyBytes is a whole number of bytes, at least 1 (got ${describe(maxReplyBytes)}).`);
   if (headers.has('authorization')) invalidOptions('headers', 'options.headers must not set authorization: the token goes in options.token.');
   headers.set('content-type', 'application/json');
   headers.set('authorization', `Bearer ${o.token}`);
   const given = o.fetch as RemoteMemoryOptions['fetch'];
-  return { headers, timeoutMs, allowHttp: o.allowHttp === true, fetch: given ?? ((input: string, init: RequestInit) => fetch(input, init)) };
+  return { headers, timeoutMs, maxReplyBytes, allowHttp: o.allowHttp === true, fetch: given ?? ((input: string, init: RequestInit) => fetch(input, init)) };
 }
 
 /** The code a status stands for, when the reply carries none pagewise knows (a gateway's error page, a bug). */
@@ -280,6 +313,17 @@ function replyError(url: string, status: number, body: unknown, text: string): P
     : `[pagewise] [${MODULE}] ${url} answered ${status} without pagewise's error JSON (${JSON.stringify(text.slice(0, 120))}): check that the url is the sync endpoint's (POST ${SYNC_PATH}).`;
   Object.defineProperty(error, 'message', { value: message, writable: true, configurable: true });
   return error;
+}
+
+/** A redirect, refused: following it would send the token and the batch to wherever it points. */
+function redirectError(url: string, status: number, location: string | null): PagewiseError {
+  let where = 'an address the reply does not show';
+  try {
+    if (location !== null) where = ((to) => to.origin + to.pathname)(new URL(location, url));
+  } catch {
+    where = JSON.stringify(location!.slice(0, 200));
+  }
+  return new PagewiseError('INVALID_OPTIONS', MODULE, `${url} answered ${status || 'a redirect'} to ${where}. remoteMemory follows no redirect (it would send the token and the memory wherever one points) and sent nothing there: configure the sync endpoint's final URL, once you know it is the server you mean.`, { path: 'url' });
 }
 
 // What a reply's value must look like, checked lightly: the receiving side validates a batch fully.
@@ -317,14 +361,24 @@ export function remoteMemory(url: string, options: RemoteMemoryOptions): RemoteM
       throw new PagewiseError('INVALID_ARGUMENT', MODULE, `The arguments of ${method} cannot be sent as JSON (${(e as Error).message}): pass plain data.`, { cause: e });
     }
     let status: number;
-    let text: string;
+    let bytes: Uint8Array | null = null;
+    let redirect: string | null | undefined;
     try {
-      const response = await o.fetch(target, { method: 'POST', headers: o.headers, body, signal: AbortSignal.timeout(o.timeoutMs) });
+      // 'manual': Node's fetch gives the 3xx itself, a browser's an opaque redirect (status 0).
+      const response = await o.fetch(target, { method: 'POST', headers: o.headers, body, redirect: 'manual', signal: AbortSignal.timeout(o.timeoutMs) });
       status = response.status;
-      text = await response.text();
+      if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
+        redirect = response.headers.get('location');
+        await response.body?.cancel().catch(() => undefined);
+      } else bytes = await readCapped(response, o.maxReplyBytes, 0);
     } catch (e) {
       throw unreachable(method, e);
     }
+    if (redirect !== undefined) throw redirectError(target, status, redirect);
+    if (bytes === null) {
+      throw new PagewiseError('MESSAGE_TOO_LARGE', MODULE, `${target} answered ${method} with more than ${o.maxReplyBytes} bytes (options.maxReplyBytes), so the reply was cancelled unread. A sync endpoint's batches are far smaller: check that the url is the sync endpoint's; if you raised batchBytes past that, raise maxReplyBytes with it. The sync stopped here; run again, it goes on from the last batch applied.`);
+    }
+    const text = new TextDecoder().decode(bytes);
     let parsed: unknown;
     try { parsed = JSON.parse(text); } catch { parsed = undefined; }
     if (status < 200 || status > 299) throw replyError(target, status, parsed, text);
@@ -337,7 +391,7 @@ export function remoteMemory(url: string, options: RemoteMemoryOptions): RemoteM
   };
   const peer: SyncPeer & { readonly url: string } = {
     url: target,
-    syncState: (peer, conversations) => post('syncState', conversations === undefined ? [peer] : [peer, conversations]) as ReturnType<SyncPeer['syncState']>,
+    syncState: (peer, conversations, options) => post('syncState', options !== undefined ? [peer, conversations ?? null, options] : conversations === undefined ? [peer] : [peer, conversations]) as ReturnType<SyncPeer['syncState']>,
     syncChanges: (request) => post('syncChanges', [request]) as ReturnType<SyncPeer['syncChanges']>,
     applySync: (batch) => post('applySync', [batch]) as ReturnType<SyncPeer['applySync']>,
   };

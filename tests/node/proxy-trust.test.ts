@@ -107,12 +107,17 @@ describe('memoryProxy: who may read a conversation', () => {
 describe('memoryProxy: the provider key stays server-side', () => {
   it('an upstream that echoes the key in its error body: the client gets the error without the key', async () => {
     const proxy = memoryProxy({ memory, authenticate: bearer, openai: { baseUrl: `${up.base}/v1`, apiKey: 'sk-live-4f9a8b7c6d5e' } });
-    up.next.push({ status: 401, body: JSON.stringify({ error: { message: 'Incorrect API key provided: sk-live-4f9a8b7c6d5e. Find your key at …' } }) });
+    up.next.push({ status: 400, body: JSON.stringify({ error: { message: 'Bad request sent with key sk-live-4f9a8b7c6d5e. Find your key at …' } }) });
     const res = await proxy(chat('hi', { authorization: 'Bearer tok-alice', 'x-pagewise-conversation': 'c1' }), ctx);
-    expect(res.status).toBe(401);
+    expect(res.status).toBe(400);
     const text = await res.text();
-    expect(text).toContain('Incorrect API key provided');
+    expect(text).toContain('Bad request sent with key');
     expect(text).not.toContain('sk-live-4f9a8b7c6d5e');
+    // A refusal of the server's key itself is pagewise's own error, none of the upstream's body (sync-trust.test.ts).
+    up.next.push({ status: 401, body: JSON.stringify({ error: { message: 'Incorrect API key provided: sk-live-4f9a8b7c6d5e. Find your key at …' } }) });
+    const refused = await proxy(chat('hi', { authorization: 'Bearer tok-alice', 'x-pagewise-conversation': 'c1' }), ctx);
+    expect(refused.status).toBe(502);
+    expect(await refused.text()).not.toContain('Incorrect API key provided');
   });
 });
 

@@ -157,7 +157,7 @@ describe('the endpoint answers hostile bodies with typed 4xx errors', () => {
     await expectRefusal(await post('{"method":"syncState",'), 400, 'INVALID_ARGUMENT');
     await expectRefusal(await post(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), 400, 'INVALID_ARGUMENT');
     for (const body of ['null', '[]', '"syncState"', '{}', '{"method":"turns","args":["c1"]}', '{"method":"forget","args":[{"conversationId":"c1"}]}',
-      '{"method":"constructor","args":[]}', '{"method":"__proto__","args":[]}', '{"method":"syncState","args":"x"}', '{"method":"syncState","args":["a",null,3]}']) {
+      '{"method":"constructor","args":[]}', '{"method":"__proto__","args":[]}', '{"method":"syncState","args":"x"}', '{"method":"syncState","args":["a",null,3]}', '{"method":"syncState","args":["a",null,{},3]}']) {
       const e = await expectRefusal(await post(body), 400, 'INVALID_ARGUMENT');
       expect(e.message, body).toMatch(/syncState, syncChanges or applySync|args|JSON object/);
     }
