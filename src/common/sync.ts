@@ -2,7 +2,7 @@
 // transport has (syncState, syncChanges, applySync). It runs where it is called — in-process, in the page for the
 // worker client, in the calling Worker for a Durable Object stub — so `other` may be any Memory, or remoteMemory().
 import { PagewiseError } from '../contracts/errors.js';
-import type { SyncApplied, SyncBatch, SyncCursor, SyncMissing, SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.js';
+import type { SyncApplied, SyncBatch, SyncCursor, SyncMissing, SyncOptions, SyncPeer, SyncRenewal, SyncReport } from '../contracts/types-sync.js';
 import { describe, readArray, readRecord, validateConversationId } from './messages.js';
 
 const MODULE = 'sync';
@@ -123,6 +123,10 @@ async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMiss
     report.pins += applied.pins;
     report.aliases += applied.aliases;
     report.conflicts.push(...applied.conflicts);
+    if (applied.held) {
+      report.held.count += applied.held.count;
+      report.held.aheadMs = Math.max(report.held.aheadMs, applied.held.aheadMs);
+    }
     for (const c of applied.conversations) changed.add(c);
     report.batches++;
     report.bytes += size;
@@ -133,16 +137,44 @@ async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMiss
   }
 }
 
+/** The two replicas' ids and cursors, after each has checked what the other says it read of it (see SyncStateOptions). */
+async function handshake(self: SyncPeer, peer: SyncPeer, filter: string[] | undefined, renewed: SyncRenewal[]) {
+  let selfId = (await self.syncState('', filter)).replica;
+  let theirs = await peer.syncState(selfId, filter);
+  if (theirs.replica === selfId) {
+    // Two databases with one id: one is a copy of the other. This one takes a new id; if the other still answers
+    // with it, they are one storage.
+    const state = await self.syncState('', filter, { renew: true });
+    if (state.renewed) renewed.push(state.renewed);
+    selfId = state.replica;
+    theirs = await peer.syncState(selfId, filter);
+    if (theirs.replica === selfId) invalid('other', `is this same replica (${describe(selfId)}): sync two memories with their own storage.`);
+  }
+  // This replica checks what the peer read of it…
+  let ours = await self.syncState(theirs.replica, filter, { seen: theirs.cursor });
+  if (ours.renewed) {
+    renewed.push(ours.renewed);
+    selfId = ours.replica;
+  }
+  // …and the peer what this one read of it (a peer that renews is read from the start).
+  theirs = await peer.syncState(selfId, filter, { seen: ours.cursor });
+  if (theirs.renewed) {
+    renewed.push(theirs.renewed);
+    ours = await self.syncState(theirs.replica, filter);
+  }
+  return { selfId, ours, theirs };
+}
+
 /** memory.sync(other): pull what `other` has, then push what it lacks. */
 export async function runSync(self: SyncPeer, other: unknown, options?: SyncOptions): Promise<SyncReport> {
   const peer = checkPeer(other);
   const o = readOptions(options);
   const started = performance.now();
-  const { replica: selfId } = await self.syncState('', o.conversations);
-  const theirs = await peer.syncState(selfId, o.conversations);
-  if (theirs.replica === selfId) invalid('other', `is this same replica (${describe(selfId)}): sync two memories with their own storage.`);
-  const ours = await self.syncState(theirs.replica, o.conversations);
-  const report: SyncReport = { pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, attachments: 0, batches: 0, bytes: 0, ms: 0 };
+  const report: SyncReport = {
+    pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, attachments: 0, batches: 0, bytes: 0, ms: 0,
+    renewed: [], held: { count: 0, aheadMs: 0 },
+  };
+  const { selfId, ours, theirs } = await handshake(self, peer, o.conversations, report.renewed);
   const changed = new Set<string>();
   await move({ from: peer, to: self, fromId: theirs.replica, toId: selfId, direction: 'pull' }, ours.cursor, ours.missing, o, report, changed);
   await move({ from: self, to: peer, fromId: selfId, toId: theirs.replica, direction: 'push' }, theirs.cursor, theirs.missing, o, report, changed);

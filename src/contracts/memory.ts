@@ -1,7 +1,7 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
 import type { AliasApi, Attachment, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
 import type { BranchList } from './types-branches.js';
-import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState } from './types-sync.js';
+import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState, SyncStateOptions } from './types-sync.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
@@ -90,8 +90,11 @@ export interface Memory {
    * resumable: a sync stopped midway leaves both sides consistent and the next one goes on from there.
    */
   sync(other: SyncPeer, options?: SyncOptions): Promise<SyncReport>;
-  /** Sync's first step: this replica's id and how far it has read `peer` (for that conversation filter). */
-  syncState(peer: string, conversations?: string[]): Promise<SyncState>;
+  /**
+   * Sync's first step: this replica's id and how far it has read `peer` (for that conversation filter); with
+   * `options.seen`, it checks what the peer says it read of it, and takes a new id when it finds it is a copy.
+   */
+  syncState(peer: string, conversations?: string[], options?: SyncStateOptions): Promise<SyncState>;
   /** Sync's read: a batch of this replica's changes after the receiver's cursor, sized to `maxTurns` and `maxBytes`. */
   syncChanges(request: SyncRequest): Promise<SyncBatch>;
   /** Sync's write: applies another replica's batch (its turns in one transaction), then records the cursor it reached. */

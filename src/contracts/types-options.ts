@@ -68,6 +68,13 @@ export interface MemoryOptions {
   /** The largest attachment (image, file, audio) accepted, in bytes; a larger one is ATTACHMENT_TOO_LARGE. Default 20 MiB. */
   maxAttachmentBytes?: number;
   /**
+   * How far ahead of this replica's clock a synced change may be stamped, in ms (default 600,000: ten minutes). A turn
+   * or forget from further ahead — a device whose clock is wrong, or a forged batch — is held aside, not applied,
+   * until this clock reaches it (the sync reports it as `held`); checkouts, pins and aliases from further ahead wait
+   * the same way. Keeps one wrong clock from erasing later writes or pushing every later key into the future.
+   */
+  maxClockSkewMs?: number;
+  /**
    * Whose documented rule counts images, files and audio: `openai` (image tiles) or `anthropic` (width × height /
    * 750). Default: `anthropic` for a `model` named claude…, else `openai`. A request may say otherwise.
    */

@@ -14,6 +14,13 @@ import type { ExportedTurn } from './types-data.js';
 export interface SyncCursor {
   turns: number;
   tombstones: number;
+  /**
+   * The sender's receipt for this cursor: the rows it reached, signed with a secret only the sender (and copies of
+   * its database) hold. Opaque to the receiver. A cursor whose receipt the sender did not give (forged, or kept from
+   * before receipts) makes the sender start over from the beginning (what the receiver has is skipped); one that
+   * names rows the sender's history does not hold tells the sender it is a copy or a restored backup.
+   */
+  receipt?: string;
 }
 
 /** An attachment a replica's turns refer to whose bytes it lacks, and how many of them it has (from byte 0). */
@@ -30,6 +37,36 @@ export interface SyncState {
   cursor: SyncCursor;
   /** Attachments its turns refer to whose bytes it lacks (the first 64): what a sync fetches first. */
   missing?: SyncMissing[];
+  /** Set when this call found the replica to be a copy and gave it a new id (`replica`): the id it had, and why. */
+  renewed?: SyncRenewal;
+  /** Changes received stamped too far ahead of this replica's clock, waiting for it (see SyncApplied.held). */
+  held?: number;
+}
+
+/**
+ * A replica that took a new id: the database was copied or restored from a backup, so another replica had the same
+ * id with another history (`copy`: found by a peer's receipt naming rows this one never held; `same-id`: the peer
+ * itself has the id). Nothing is lost: its turns keep the id they were written under, and the next syncs move
+ * everything between it and each peer once (what is there already is skipped).
+ */
+export interface SyncRenewal {
+  previous: string;
+  replica: string;
+  reason: 'copy' | 'same-id';
+}
+
+/** What `syncState` is told besides the peer: checks that make a replica that is a copy find out. */
+export interface SyncStateOptions {
+  /**
+   * How far `peer` says it has read this replica (its `syncState(thisReplica).cursor`): this replica checks the
+   * receipt against its own history, and takes a new id when it reads another one (a copy, a restored backup).
+   */
+  seen?: SyncCursor;
+  /**
+   * Take a new id now (the peer has this one). Only in-process, the worker and a Durable Object stub honour it; the
+   * sync endpoint ignores it (a caller over HTTP cannot make the edge renew).
+   */
+  renew?: boolean;
 }
 
 /** What `syncChanges` is asked for. */
@@ -188,6 +225,13 @@ export interface SyncApplied {
   refused?: string[];
   /** Attachments the turns here refer to whose bytes are still lacking (the first 64). */
   missing?: SyncMissing[];
+  /**
+   * Turns and forgets stamped more than `maxClockSkewMs` ahead of this replica's clock (the sender's clock is ahead,
+   * or the batch is forged): kept aside, not applied, until this replica's clock reaches them; then the next sync
+   * applies them. `aheadMs`: how far ahead the furthest one is. Checkouts, pins and aliases from too far ahead are
+   * left out the same way (they travel whole with every sync).
+   */
+  held?: { count: number; aheadMs: number };
 }
 
 /** Progress of a running sync, after each batch. */
@@ -229,6 +273,10 @@ export interface SyncReport {
   /** Bytes of the batches as JSON, both ways. */
   bytes: number;
   ms: number;
+  /** Replicas that found themselves to be copies and took a new id in this sync (then it moved everything once). */
+  renewed: SyncRenewal[];
+  /** Changes either side held back because they are stamped too far ahead of its clock (see SyncApplied.held). */
+  held: { count: number; aheadMs: number };
 }
 
 /**
@@ -236,7 +284,7 @@ export interface SyncReport {
  * and so does `remoteMemory(url, { token })`.
  */
 export interface SyncPeer {
-  syncState(peer: string, conversations?: string[]): Promise<SyncState>;
+  syncState(peer: string, conversations?: string[], options?: SyncStateOptions): Promise<SyncState>;
   syncChanges(request: SyncRequest): Promise<SyncBatch>;
   applySync(batch: SyncBatch): Promise<SyncApplied>;
 }

@@ -20,7 +20,7 @@ export function dataApi(d: DataDeps) {
   const { export: exportData, exportDatabase } = exportApi(d);
   return {
     ...forgetApi({ ...d, remove, sync }),
-    ...syncReadApi({ sync, attachments: d.attachments, serial: d.serial, tree: d.tree }),
+    ...syncReadApi({ driver: d.driver, sync, attachments: d.attachments, serial: d.serial, tree: d.tree }),
     ...syncApplyApi({ ...d, sync, remove }),
     export: exportData,
     ...importApi({ ...d, turnRows: (conversationId, where, params) => turnRows(d.driver, conversationId, where, params), remove }),

@@ -33,6 +33,8 @@ export interface DataDeps {
   rebuildLater: (conversationId: string) => void;
   maxMessageBytes: number;
   maxAttachmentBytes: number;
+  /** How far ahead of this clock a synced change may be stamped (ms); one further ahead is held. */
+  maxClockSkewMs: number;
   /** The conversation as a tree (forget and sync move its positions to the head the tree has after them). */
   tree: TreeStore;
 }

@@ -66,7 +66,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const branching = { driver, store, canonicalizer, index, tree: stores.tree, uncache, after: async (conversationId: string) => { await index.indexNew(conversationId, new Date().toISOString()); rebuildLater(conversationId); } };
   const { pathTurns, ...branches } = branchApi({ ...branching, on });
   const { recoverImports, ...data } = dataApi({
-    driver, store, attachments: stores.attachments, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes, maxAttachmentBytes: opts.maxAttachmentBytes,
+    driver, store, attachments: stores.attachments, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes, maxAttachmentBytes: opts.maxAttachmentBytes, maxClockSkewMs: opts.maxClockSkewMs,
     settle: () => background.idle(),
     busy: (conversationId) => background.busy(conversationId),
     uncache, rebuildLater, tree: stores.tree,

@@ -20,6 +20,7 @@ export interface ResolvedOptions {
   hardThreshold: number;
   maxMessageBytes: number;
   maxAttachmentBytes: number;
+  maxClockSkewMs: number;
   /** Whose rule counts images, files and audio unless a request says otherwise. */
   mediaTokens: MediaRule;
   storage: StorageOption | undefined;
@@ -58,7 +59,7 @@ export interface ResolvedOptions {
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
-  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'mediaTokens', 'targetTokens', 'recallPlacement',
+  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'maxClockSkewMs', 'mediaTokens', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'backgroundSliceTurns', 'minConsecutiveToolMessages',
   'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
@@ -151,6 +152,7 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     hardThreshold,
     maxMessageBytes: int(options.maxMessageBytes, 'maxMessageBytes', 1, 1024 * 1024),
     maxAttachmentBytes: int(options.maxAttachmentBytes, 'maxAttachmentBytes', 1, DEFAULT_MAX_ATTACHMENT_BYTES),
+    maxClockSkewMs: int(options.maxClockSkewMs, 'maxClockSkewMs', 0, 600_000),
     mediaTokens: readMediaRule(options),
     storage,
   };

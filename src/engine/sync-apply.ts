@@ -2,7 +2,7 @@
 // removes it, leaving no byte of its text), then the turns this replica lacks, placed in the converged order — every
 // replica orders a conversation by (order key, origin, id) — with the cursor the batch reached, in one transaction;
 // then pins and manual aliases by their merge rules. Derived data is never received: it is rebuilt here.
-import { readBatch, type IncomingPiece, type IncomingTurn, type ReadBatch } from './sync-batch.js';
+import { readBatch, readTombstone, readTurn, wireTurn, type IncomingPiece, type IncomingTurn, type ReadBatch } from './sync-batch.js';
 import { MISSING_PER_ASK } from './sync-changes.js';
 import { completeStatement } from '../store/attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
@@ -23,6 +23,8 @@ import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } fro
 const MODULE = 'sync';
 /** Thrown out of a slot that found background work under way where turns must move: settle, then apply again. */
 const RETRY = Symbol('retry after background work');
+/** Held changes released by one batch at most (the rest by the next ones). */
+const HELD_PER_BATCH = 500;
 
 export interface SyncApplyDeps extends DataDeps {
   sync: SyncStore;
@@ -34,10 +36,12 @@ export interface SyncApplyDeps extends DataDeps {
 async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: SyncApplied, changed: Set<string>, nowIso: string): Promise<void> {
   const { driver, sync } = d;
   for (const [conversationId, tombstones] of groupBy(batch.tombstones, (t) => t.conversationId)) {
-    const statements = tombstones.map((t) => sync.tombstoneStatement(t));
     const stored = await sync.forgotten(conversationId, []);
     const before = Math.max(stored.before, ...tombstones.map((t) => (t.id === undefined ? t.ord : 0)));
-    const rows = await sync.covered(conversationId, before, tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined));
+    const named = tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined);
+    // Held turns they cover go too (their text is here, set aside).
+    const statements = [...tombstones.map((t) => sync.tombstoneStatement(t)), sync.dropHeldStatement(conversationId, before, named)];
+    const rows = await sync.covered(conversationId, before, named);
     if (rows.length === 0) {
       await driver.batch(statements);
       continue;
@@ -101,7 +105,7 @@ async function place(d: SyncApplyDeps, from: string, conversationId: string, inc
     { sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [nowIso, conversationId] },
   ];
   // The cached count is of the text the turn is sent as (its reasoning included), as append() caches it.
-  for (const t of sorted) statements.push(...d.sync.insertTurn(conversationId, t, from, countKey, countKey === null ? 0 : count(sentMessageText(t.message)), nowIso));
+  for (const t of sorted) statements.push(...d.sync.insertTurn(conversationId, t, t.via ?? from, countKey, countKey === null ? 0 : count(sentMessageText(t.message)), nowIso));
   const nodes = await d.tree.nodes(conversationId);
   const known = new Map(nodes.map((n) => [n.id, n]));
   for (const t of sorted) known.set(t.id, incomingNode(t, known));
@@ -150,22 +154,67 @@ async function applyPieces(d: SyncApplyDeps, pieces: readonly IncomingPiece[], n
   return { whole, refused: [...refused] };
 }
 
+/**
+ * The batch's turns and tombstones with the held ones whose time has come, less those stamped past `bound` (this
+ * replica's clock plus the skew it allows), which are set aside as statements; checkouts, pins and aliases past it
+ * are left out (they come again with every sync).
+ */
+async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: number, nowIso: string) {
+  const { sync } = d;
+  const due = await sync.due(bound, HELD_PER_BATCH);
+  const key = (conversationId: string, id: string) => JSON.stringify([conversationId, id]);
+  const inBatch = new Set(batch.turns.map((t) => key(t.conversationId, t.id)));
+  const turns: IncomingTurn[] = [];
+  const tombstones: SyncTombstone[] = [];
+  for (const h of due) {
+    const item = JSON.parse(h.item) as unknown;
+    if (h.kind === 'tombstone') tombstones.push(readTombstone(item, 'held'));
+    else {
+      const t = await readTurn(item, 'held', d.maxMessageBytes);
+      if (!inBatch.has(key(t.conversationId, t.id))) turns.push({ ...t, via: h.peer });
+    }
+  }
+  const hold: Statement[] = [];
+  let aheadMs = 0;
+  const later = (ord: number, kind: 'turn' | 'tombstone', conversationId: string, id: string, item: unknown): boolean => {
+    if (ord <= bound) return false;
+    hold.push(sync.holdStatement(kind, conversationId, id, ord, item, batch.from, nowIso));
+    aheadMs = Math.max(aheadMs, ord - now);
+    return true;
+  };
+  for (const t of batch.tombstones) if (!later(t.ord, 'tombstone', t.conversationId, t.id ?? '', t)) tombstones.push(t);
+  for (const t of batch.turns) {
+    if (!later(t.ord, 'turn', t.conversationId, t.id, wireTurn(t))) turns.push(t);
+  }
+  const isoBound = new Date(bound).toISOString();
+  return {
+    batch: {
+      ...batch, turns, tombstones,
+      heads: batch.heads.filter((h) => h.ord <= bound), pins: batch.pins.filter((p) => p.at <= isoBound), aliases: batch.aliases.filter((a) => a.createdAt <= isoBound),
+    },
+    hold, release: due.map((h) => h.rowid), held: hold.length > 0 ? { count: hold.length, aheadMs } : undefined,
+  };
+}
+
 /** One batch applied, in the engine's exclusive slot (see the top of this file for the order of its steps). */
 async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
   const { driver, sync } = d;
-  const batch = await readBatch(raw, d.maxMessageBytes);
+  const read = await readBatch(raw, d.maxMessageBytes);
   const me = await sync.replica();
-  if (batch.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(batch.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
-  if (batch.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
-  const nowIso = new Date().toISOString();
+  if (read.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(read.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
+  if (read.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
+  const now = Date.now();
+  const nowIso = new Date(now).toISOString();
   const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
   // A batch of attachments' bytes (asked for by id) carries nothing else, and moves no cursor.
-  if (batch.pieces.length > 0) {
-    const { whole, refused } = await applyPieces(d, batch.pieces, nowIso);
+  if (read.pieces.length > 0) {
+    const { whole, refused } = await applyPieces(d, read.pieces, nowIso);
     applied.attachments = whole;
     if (refused.length > 0) applied.refused = refused;
-    return withMissing(d, applied, batch.conversations);
+    return withMissing(d, applied, read.conversations);
   }
+  const { batch, hold, release, held } = await bounded(d, read, now + d.maxClockSkewMs, now, nowIso);
+  if (held) applied.held = held;
   const changed = new Set<string>();
   await applyTombstones(d, batch, applied, changed, nowIso);
   const tok = await d.tokenizer();
@@ -187,12 +236,12 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
     await settlePath(d, conversationId);
     changed.add(conversationId);
   }
-  // The turns in one transaction; then the pins with the cursor. A sync stopped before the cursor sends this batch
-  // again, and what is stored already is skipped.
+  // The turns in one transaction; then the pins with the cursor, the changes set aside and those released. A sync
+  // stopped before the cursor sends this batch again, and what is stored already is skipped.
   if (statements.length > 0) await driver.batch(statements);
   const pins = batch.more ? { statements: [], changed: 0 } : await pinStatements(d, batch.pins, batch.conversations);
   applied.pins = pins.changed;
-  await driver.batch([...pins.statements, sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
+  await driver.batch([...pins.statements, ...hold, ...(release.length > 0 ? [sync.releaseStatement(release)] : []), sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
   for (const conversationId of changed) {
     d.uncache(conversationId);
     if (!(await d.store.conversation(conversationId))) continue;
@@ -226,7 +275,7 @@ export function syncApplyApi(d: SyncApplyDeps) {
     applySync(raw: unknown): Promise<SyncApplied> {
       return (async () => {
         // Vectors and summaries being made from a turn that a tombstone removes must land (or be refused) first.
-        if (hasTombstones(raw)) await d.settle();
+        if (hasTombstones(raw) || (await d.sync.due(Date.now() + d.maxClockSkewMs, 1)).length > 0) await d.settle();
         for (;;) {
           try {
             return await d.serial(() => apply(d, raw));

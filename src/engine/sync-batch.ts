@@ -9,6 +9,7 @@ import { decodeAttachment, isAttachmentPart } from '../common/parts.js';
 import type { ChatMessage } from '../contracts/types.js';
 import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncHead, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { Place } from '../store/tree.js';
+import { MAX_ORD } from '../store/order.js';
 
 const MODULE = 'sync';
 const MAX_TOMBSTONES = 10_000;
@@ -25,6 +26,8 @@ export interface IncomingTurn extends SyncTurn {
   createdMs: number;
   /** Its branch, as stored. */
   place: Place;
+  /** The replica it was received from, when not the batch's sender (a held turn released later). */
+  via?: string;
 }
 
 export interface ReadBatch extends Omit<SyncBatch, 'turns' | 'attachments' | 'heads'> {
@@ -37,6 +40,12 @@ const iso = (value: unknown, path: string): string => new Date(parseIsoDate(valu
 const int = (value: unknown, path: string, min: number): number => {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) invalid(path, `must be a whole number of at least ${min} (got ${describe(value)}).`);
   return value;
+};
+/** An order key: a time in ms no later than MAX_ORD (one past it would push every later write past what the format holds). */
+const ordOf = (value: unknown, path: string): number => {
+  const n = int(value, path, 0);
+  if (n > MAX_ORD) invalid(path, `is ${n}, past the largest order key (${MAX_ORD}, the last time a Date holds): no replica writes one; the batch was not applied.`);
+  return n;
 };
 const hash = (value: unknown, path: string): string => {
   if (typeof value !== 'string' || !/^[0-9a-f]{64}$/.test(value)) invalid(path, `must be a SHA-256 in hex, as syncChanges() gives it (got ${describe(value)}).`);
@@ -54,16 +63,16 @@ const record = (value: unknown, path: string): Record<string, unknown> => {
   return r;
 };
 
-function readTombstone(raw: unknown, path: string): SyncTombstone {
+export function readTombstone(raw: unknown, path: string): SyncTombstone {
   const t = record(raw, path);
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
   const forgottenAt = iso(t.forgottenAt, `${path}.forgottenAt`);
-  const ord = int(t.ord, `${path}.ord`, 0);
+  const ord = ordOf(t.ord, `${path}.ord`);
   if (t.id === undefined) return { conversationId, ord, forgottenAt };
   return { conversationId, id: checkId(t.id, `${path}.id`), contentHash: hash(t.contentHash, `${path}.contentHash`), ord, forgottenAt };
 }
 
-async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<IncomingTurn> {
+export async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<IncomingTurn> {
   const t = record(raw, path);
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
   const { conversationId: _c, contentHash: given, origin, ord, private: isPrivate, branch, fork, ...fields } = t;
@@ -80,13 +89,22 @@ async function readTurn(raw: unknown, path: string, maxBytes: number): Promise<I
   if ((await contentHash(message)) !== contentHashGiven) invalid(`${path}.contentHash`, `does not match the message ${describe(message.id)} (changed on the way); nothing was applied.`);
   const turn: IncomingTurn = {
     conversationId, id: message.id, role: message.role, content: message.content, createdAt: message.createdAt, contentHash: contentHashGiven,
-    origin: readReplicaId(origin, `${path}.origin`), ord: int(ord, `${path}.ord`, 0),
+    origin: readReplicaId(origin, `${path}.origin`), ord: ordOf(ord, `${path}.ord`),
     message, text: messageText(message), createdMs: Date.parse(message.createdAt), place: readPlace(branch, fork, path),
   };
   if (message.name !== undefined) turn.name = message.name;
   if (message.toolCalls !== undefined) turn.toolCalls = message.toolCalls;
   if (message.toolCallId !== undefined) turn.toolCallId = message.toolCallId;
   return turn;
+}
+
+/** A checked turn as it travels again (a held one is kept so, and read again when released). */
+export function wireTurn(t: IncomingTurn): SyncTurn {
+  const { message: _m, text: _t, createdMs: _c, place: p, via: _v, ...wire } = t;
+  const out: SyncTurn = { ...wire };
+  if (p.branch !== '') out.branch = { start: p.branch, after: p.forkAfter ?? '' };
+  if (p.forkBranch !== null && p.forkOrd !== null) out.fork = { branch: p.forkBranch, ord: p.forkOrd };
+  return out;
 }
 
 /** A turn's branch as it travels (`branch: { start, after }`, `fork: { branch, ord }`); absent: the first branch. */
@@ -98,14 +116,14 @@ function readPlace(branch: unknown, fork: unknown, path: string): Place {
   if (fork === undefined) return { branch: start, forkAfter: after, forkBranch: null, forkOrd: null };
   const f = record(fork, `${path}.fork`);
   const forkBranch = f.branch === '' ? '' : checkId(f.branch, `${path}.fork.branch`);
-  return { branch: start, forkAfter: after, forkBranch, forkOrd: int(f.ord, `${path}.fork.ord`, 0) };
+  return { branch: start, forkAfter: after, forkBranch, forkOrd: ordOf(f.ord, `${path}.fork.ord`) };
 }
 
 function readHead(raw: unknown, path: string): SyncHead {
   const h = record(raw, path);
   return {
     conversationId: validateConversationId(h.conversationId, `${path}.conversationId`), messageId: h.messageId === '' ? '' : checkId(h.messageId, `${path}.messageId`),
-    ord: int(h.ord, `${path}.ord`, 0), origin: readReplicaId(h.origin, `${path}.origin`), at: iso(h.at, `${path}.at`),
+    ord: ordOf(h.ord, `${path}.ord`), origin: readReplicaId(h.origin, `${path}.origin`), at: iso(h.at, `${path}.at`),
   };
 }
 

@@ -10,13 +10,16 @@ import type { AttachmentStore } from '../store/attachment-store.js';
 import { utf8Bytes } from '../storage/limits.js';
 import type { ChangeRow, SyncStore } from '../store/sync-store.js';
 import type { TreeStore } from '../store/tree.js';
-import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncRequest, SyncState, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
+import type { StorageDriver } from '../contracts/types.js';
+import { renew, signReceipt, verifyCursor, type ReceiptRows } from './sync-identity.js';
 
 const MODULE = 'sync';
 /** Tombstones per batch (ids and hashes: small). */
 const TOMBSTONES_PER_BATCH = 2000;
 
 export interface SyncReadDeps {
+  driver: StorageDriver;
   sync: SyncStore;
   tree: TreeStore;
   attachments: AttachmentStore;
@@ -41,8 +44,19 @@ export function readReplicaId(value: unknown, path: string, allowEmpty = false):
 export function readCursor(value: unknown, path: string): SyncCursor {
   const o = readRecord(value, path, 'INVALID_ARGUMENT', MODULE);
   const ok = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-  if (!o || !ok(o.turns) || !ok(o.tombstones)) invalid(path, `must be a cursor { turns, tombstones } as syncState() gives it (got ${describe(value)}).`);
-  return { turns: o.turns as number, tombstones: o.tombstones as number };
+  const receipt = o?.receipt;
+  if (!o || !ok(o.turns) || !ok(o.tombstones) || (receipt !== undefined && (typeof receipt !== 'string' || receipt.length > 4096 || !/^[\x21-\x7e]*$/.test(receipt)))) {
+    invalid(path, `must be a cursor { turns, tombstones, receipt? } as syncState() gives it (got ${describe(value)}).`);
+  }
+  return { turns: o.turns as number, tombstones: o.tombstones as number, ...(typeof receipt === 'string' && receipt !== '' ? { receipt } : {}) };
+}
+
+function readStateOptions(value: unknown): { seen: SyncCursor | null; renew: boolean } {
+  if (value === undefined) return { seen: null, renew: false };
+  const o = readRecord(value, 'options', 'INVALID_ARGUMENT', MODULE);
+  if (!o) invalid('options', `must be { seen?, renew? } (got ${describe(value)}).`);
+  if (o.renew !== undefined && typeof o.renew !== 'boolean') invalid('options.renew', `must be true or false (got ${describe(o.renew)}).`);
+  return { seen: o.seen === undefined ? null : readCursor(o.seen, 'options.seen'), renew: o.renew === true };
 }
 
 function syncTurn(r: ChangeRow): SyncTurn {
@@ -98,12 +112,20 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
 
 export function syncReadApi(d: SyncReadDeps) {
   return {
-    syncState(peer: string, conversations?: string[]): Promise<SyncState> {
+    syncState(peer: string, conversations?: string[], options?: SyncStateOptions): Promise<SyncState> {
       return d.serial(async () => {
         const id = readReplicaId(peer, 'peer', true);
         const filter = readConversationFilter(conversations) ?? null;
+        const o = readStateOptions(options);
+        // A peer's receipt naming rows this history never held: this database is a copy of the one it read.
+        const diverged = o.seen !== null && id !== '' && (await verifyCursor(d.sync, o.seen)).kind === 'diverged';
+        const renewed = o.renew || diverged ? await renew(d.driver, d.sync, o.renew ? 'same-id' : 'copy') : undefined;
         const missing = await missingHere(d.attachments, filter);
-        return { replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter), ...(missing.length > 0 ? { missing } : {}) };
+        const held = (await d.sync.held(Date.now())).count;
+        return {
+          replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter),
+          ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
+        };
       });
     },
 
@@ -117,22 +139,32 @@ export function syncReadApi(d: SyncReadDeps) {
         const maxBytes = readCount(o.maxBytes, 'request.maxBytes', DEFAULT_BATCH_BYTES);
         const from = await d.sync.replica();
         if (to === from) invalid('request.to', `is this replica itself (${describe(from)}); a replica does not sync with itself.`);
-        const batch: SyncBatch = { format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { ...cursor }, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
-        if (o.attachments !== undefined) return { ...batch, attachments: await pieces(d.attachments, readMissing(o.attachments, 'request.attachments'), conversations, maxBytes) };
-        const tombstones = await d.sync.tombstones(cursor.tombstones, conversations, TOMBSTONES_PER_BATCH + 1);
+        // A cursor this replica did not give (forged, kept from before receipts) or that reads another history: from the start.
+        const verdict = await verifyCursor(d.sync, cursor);
+        const start = verdict.kind === 'ok' ? cursor : { turns: 0, tombstones: 0 };
+        const rows: ReceiptRows = verdict.kind === 'ok' ? verdict.rows : { turn: null, tombstone: null };
+        const batch: SyncBatch = { format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { turns: start.turns, tombstones: start.tombstones }, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
+        if (o.attachments !== undefined) return { ...batch, cursor: { ...cursor }, attachments: await pieces(d.attachments, readMissing(o.attachments, 'request.attachments'), conversations, maxBytes) };
+        const signed = async (b: SyncBatch): Promise<SyncBatch> => {
+          if (b.cursor.turns === 0 && b.cursor.tombstones === 0) return b;
+          return { ...b, cursor: { ...b.cursor, receipt: await signReceipt(await d.sync.secret(), from, b.cursor, rows) } };
+        };
+        const tombstones = await d.sync.tombstones(start.tombstones, conversations, TOMBSTONES_PER_BATCH + 1);
         for (const t of tombstones.slice(0, TOMBSTONES_PER_BATCH)) {
           batch.tombstones.push(t.tombstone);
           batch.cursor.tombstones = t.rowid;
+          rows.tombstone = t;
         }
         // Turns only once every tombstone before them is sent.
-        if (tombstones.length > TOMBSTONES_PER_BATCH) return { ...batch, more: true };
-        const rows = await d.sync.changedTurns(cursor.turns, to, conversations, maxTurns + 1);
+        if (tombstones.length > TOMBSTONES_PER_BATCH) return await signed({ ...batch, more: true });
+        const changed = await d.sync.changedTurns(start.turns, to, conversations, maxTurns + 1);
         let bytes = 0;
-        for (const [i, r] of rows.entries()) {
+        for (const [i, r] of changed.entries()) {
           const size = utf8Bytes(r.content) + utf8Bytes(r.tool_calls ?? '') + 256;
-          if (i === maxTurns || (i > 0 && bytes + size > maxBytes)) return { ...batch, more: true };
+          if (i === maxTurns || (i > 0 && bytes + size > maxBytes)) return await signed({ ...batch, more: true });
           batch.turns.push(syncTurn(r));
           batch.cursor.turns = Number(r.rowid);
+          rows.turn = { rowid: Number(r.rowid), hash: r.content_hash };
           bytes += size;
         }
         // The last batch: pins and manual aliases whole (the receiver keeps what changed).
@@ -140,7 +172,7 @@ export function syncReadApi(d: SyncReadDeps) {
         batch.aliases = await d.sync.aliases(conversations);
         const heads = await d.tree.registers(conversations);
         if (heads.length > 0) batch.heads = heads.map((h) => ({ conversationId: h.conversationId, messageId: h.turnId, ord: h.ord, origin: h.origin, at: h.at }));
-        return batch;
+        return await signed(batch);
       });
     },
   };

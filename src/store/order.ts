@@ -8,14 +8,22 @@
 export const NEXT_ROWID = `(SELECT MAX(COALESCE(MAX(rowid), 0), COALESCE((SELECT CAST(value AS INTEGER) FROM pagewise_meta WHERE key = 'turns:floor'), 0)) + 1 FROM turns)`;
 
 /**
+ * The largest order key the format accepts: keys are times in ms, and this is the last time a JavaScript Date holds
+ * (year 275760), below 2^53. A received key above it is refused; an ordinary write never steps past it.
+ */
+export const MAX_ORD = 8_640_000_000_000_000;
+
+/**
  * A new turn's order key (schema 9): the time of writing in ms, or one past the conversation's largest key when that
  * is later — of its turns, of the clocks its forgets carry and of its last checkout (a hybrid logical clock: a turn
  * written here sorts after every turn this replica held then, counts as written after every forget it had heard of,
- * and after the branch the user switched to). Binds what `nextOrdParams` gives.
+ * and after the branch the user switched to) — and never past MAX_ORD. Received keys are bounded by the receiver's
+ * clock (sync holds one stamped too far ahead), so the clock cannot be pushed far into the future by a peer. Binds
+ * what `nextOrdParams` gives.
  */
-export const NEXT_ORD = `MAX(?, (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM turns WHERE conversation_id = ?),
+export const NEXT_ORD = `MIN(${MAX_ORD}, MAX(?, (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM turns WHERE conversation_id = ?),
   (SELECT COALESCE(MAX(origin_ord), 0) + 1 FROM sync_tombstones WHERE conversation_id = ?),
-  (SELECT COALESCE(MAX(ord), 0) + 1 FROM branch_heads WHERE conversation_id = ?))`;
+  (SELECT COALESCE(MAX(ord), 0) + 1 FROM branch_heads WHERE conversation_id = ?)))`;
 
 /** NEXT_ORD's parameters: the time of writing (ms), then the conversation. */
 export const nextOrdParams = (nowMs: number, conversationId: string): [number, string, string, string] => [nowMs, conversationId, conversationId, conversationId];

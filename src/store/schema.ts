@@ -313,6 +313,38 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     ) WITHOUT ROWID`,
     `ALTER TABLE conversations ADD COLUMN histories INTEGER NOT NULL DEFAULT 0`,
   ],
+  // 12: sync on real devices. A receiver keeps, with each cursor, the receipt the sender gave for it (`receipt`: the row
+  // it reached, signed with the sender's `sync:secret`), so a sender finds a cursor it did not give (forged: it starts
+  // over) or one that reads another history than its own (it is a copy or a restored backup of the replica the peer
+  // read: it takes a new id). `sync_removed`: the row id and hash of every shareable turn forget removed (that receipt
+  // still holds for them). `sync_held`: changes stamped too far ahead of this replica's clock, kept as received until
+  // the clock reaches them. A renewal relabels this replica's own turns and checkouts with the id they were written
+  // under ('' means the current id), the one update of a turn's origin the verbatim trigger allows.
+  [
+    `ALTER TABLE sync_peers ADD COLUMN receipt TEXT NOT NULL DEFAULT ''`,
+    `CREATE TABLE sync_removed (
+      rowid INTEGER PRIMARY KEY,
+      content_hash TEXT NOT NULL
+    )`,
+    `CREATE TABLE sync_held (
+      rowid INTEGER PRIMARY KEY,
+      conversation_id TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      turn_id TEXT NOT NULL,
+      ord INTEGER NOT NULL,
+      item TEXT NOT NULL,
+      peer TEXT NOT NULL,
+      held_at TEXT NOT NULL,
+      UNIQUE (conversation_id, kind, turn_id, ord)
+    )`,
+    `CREATE INDEX sync_held_by_ord ON sync_held (ord)`,
+    `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('sync:secret', lower(hex(randomblob(32))))`,
+    `DROP TRIGGER turns_verbatim`,
+    `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord, via, branch, fork_after, fork_branch, fork_ord ON turns
+      BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,
+    `CREATE TRIGGER turns_origin BEFORE UPDATE OF origin ON turns WHEN OLD.origin <> '' OR NEW.origin = ''
+      BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: a turn written here is only ever labelled with the id it was written under'); END`,
+  ],
 ];
 
 /** The schema version this build writes. */

@@ -41,16 +41,21 @@ function createSyncReads(driver: StorageDriver) {
     },
 
     async cursor(peer: string, conversations: readonly string[] | null): Promise<SyncCursor> {
-      const rows = await driver.query<{ turns: number; tombstones: number }>('SELECT turns, tombstones FROM sync_peers WHERE peer = ? AND scope = ?', [peer, scopeKey(conversations)]);
-      return { turns: Number(rows[0]?.turns ?? 0), tombstones: Number(rows[0]?.tombstones ?? 0) };
+      const rows = await driver.query<{ turns: number; tombstones: number; receipt: string }>('SELECT turns, tombstones, receipt FROM sync_peers WHERE peer = ? AND scope = ?', [peer, scopeKey(conversations)]);
+      const r = rows[0];
+      return { turns: Number(r?.turns ?? 0), tombstones: Number(r?.tombstones ?? 0), ...(r?.receipt ? { receipt: r.receipt } : {}) };
     },
 
-    /** Shareable turns after row `after` (never private ones, nor those written on `to` or received from it), by row id. */
+    /**
+     * Shareable turns after row `after` (never private ones, nor those received from `to`), by row id. Not filtered by
+     * origin: a turn `to` wrote reaches it back only by another path (then it is skipped there by its id and hash),
+     * while a copy of `to` that took a new id gets every turn written under the old one.
+     */
     async changedTurns(after: number, to: string, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
       const c = inConversations(conversations);
       return await driver.query<ChangeRow>(
         `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord, branch, fork_after, fork_branch, fork_ord
-         FROM turns WHERE rowid > ? AND private = 0 AND origin <> ?2 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
+         FROM turns WHERE rowid > ? AND private = 0 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
     },
 
     async tombstones(after: number, conversations: readonly string[] | null, limit: number): Promise<{ rowid: number; tombstone: SyncTombstone }[]> {
@@ -121,15 +126,86 @@ function createSyncReads(driver: StorageDriver) {
   };
 }
 
+/** What makes a copy find itself and keeps a wrong clock's changes aside: the secret, the rows receipts name, held changes. */
+function createSyncChecks(driver: StorageDriver) {
+  return {
+    /** The secret this replica signs its receipts with (never leaves it; a copy of the database shares it). */
+    async secret(): Promise<string> {
+      const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'sync:secret'");
+      return rows[0]!.value;
+    },
+
+    /** Whether this replica holds (or forgot) the shareable turn at row `rowid` with that hash: what a receipt names. */
+    async hasTurnRow(rowid: number, hash: string): Promise<boolean> {
+      const rows = await driver.query('SELECT 1 FROM turns WHERE rowid = ?1 AND content_hash = ?2 UNION ALL SELECT 1 FROM sync_removed WHERE rowid = ?1 AND content_hash = ?2', [rowid, hash]);
+      return rows.length > 0;
+    },
+
+    /** Whether this replica's tombstone at row `rowid` is that one. */
+    async hasTombstoneRow(rowid: number, t: SyncTombstone): Promise<boolean> {
+      const rows = await driver.query('SELECT 1 FROM sync_tombstones WHERE rowid = ? AND conversation_id = ? AND turn_id = ? AND content_hash = ? AND origin_ord = ?',
+        [rowid, t.conversationId, t.id ?? '', t.contentHash ?? '', t.ord]);
+      return rows.length > 0;
+    },
+
+    /** Held changes whose clock this replica has reached (`bound`: its time plus the skew it allows), oldest first. */
+    async due(bound: number, limit: number): Promise<{ rowid: number; kind: 'turn' | 'tombstone'; item: string; peer: string }[]> {
+      return await driver.query(`SELECT rowid, kind, item, peer FROM sync_held WHERE ord <= ? ORDER BY ord, rowid LIMIT ?`, [bound, limit]);
+    },
+
+    /** How many changes are held, and how far ahead of `now` the furthest is (ms). */
+    async held(now: number): Promise<{ count: number; aheadMs: number }> {
+      const rows = await driver.query<{ n: number; top: number | null }>('SELECT COUNT(*) AS n, MAX(ord) AS top FROM sync_held');
+      return { count: Number(rows[0]?.n ?? 0), aheadMs: Math.max(0, Number(rows[0]?.top ?? now) - now) };
+    },
+  };
+}
+
 /** The statements sync writes (in its callers' transactions): cursors, tombstones, received turns, pin states. */
 function createSyncWrites() {
   return {
     /** The statement that records how far this replica has read `peer` (in the batch's own transaction). */
     saveCursor(peer: string, conversations: readonly string[] | null, cursor: SyncCursor, nowIso: string): Statement {
       return {
-        sql: `INSERT INTO sync_peers (peer, scope, turns, tombstones, updated_at) VALUES (?, ?, ?, ?, ?)
-              ON CONFLICT (peer, scope) DO UPDATE SET turns = excluded.turns, tombstones = excluded.tombstones, updated_at = excluded.updated_at`,
-        params: [peer, scopeKey(conversations), cursor.turns, cursor.tombstones, nowIso],
+        sql: `INSERT INTO sync_peers (peer, scope, turns, tombstones, receipt, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+              ON CONFLICT (peer, scope) DO UPDATE SET turns = excluded.turns, tombstones = excluded.tombstones, receipt = excluded.receipt, updated_at = excluded.updated_at`,
+        params: [peer, scopeKey(conversations), cursor.turns, cursor.tombstones, cursor.receipt ?? '', nowIso],
+      };
+    },
+
+    /**
+     * A new identity for this replica (a copy or a restored backup found itself): its own turns and checkouts keep the
+     * id they were written under, a new id and secret are made, and the renewal is recorded. One transaction.
+     */
+    renewStatements(previous: string, replica: string, secret: string, reason: string, nowIso: string): Statement[] {
+      return [
+        { sql: "UPDATE turns SET origin = ? WHERE origin = ''", params: [previous] },
+        { sql: "UPDATE branch_heads SET origin = ? WHERE origin = ''", params: [previous] },
+        { sql: "UPDATE pagewise_meta SET value = ? WHERE key = 'replica'", params: [replica] },
+        { sql: "UPDATE pagewise_meta SET value = ? WHERE key = 'sync:secret'", params: [secret] },
+        { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('replica:renewed', ?)", params: [JSON.stringify({ previous, replica, reason, at: nowIso })] },
+      ];
+    },
+
+    /** A change stamped too far ahead, kept as received until this replica's clock reaches it. */
+    holdStatement(kind: 'turn' | 'tombstone', conversationId: string, turnId: string, ord: number, item: unknown, peer: string, nowIso: string): Statement {
+      return {
+        sql: 'INSERT OR IGNORE INTO sync_held (conversation_id, kind, turn_id, ord, item, peer, held_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        params: [conversationId, kind, turnId, ord, JSON.stringify(item), peer, nowIso],
+      };
+    },
+
+    /** Held changes released (by row id, one JSON parameter). */
+    releaseStatement(rowids: readonly number[]): Statement {
+      return { sql: 'DELETE FROM sync_held WHERE rowid IN (SELECT value FROM json_each(?))', params: [JSON.stringify(rowids)] };
+    },
+
+    /** Held turns a forget covers, as `covered` finds stored ones: written before `before`, or named and written before their forget. */
+    dropHeldStatement(conversationId: string, before: number, named: readonly SyncTombstone[]): Statement {
+      return {
+        sql: `DELETE FROM sync_held WHERE conversation_id = ?1 AND kind = 'turn' AND (ord < ?2 OR EXISTS (
+                SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = sync_held.turn_id AND j.value ->> 1 = sync_held.item ->> 'contentHash' AND sync_held.ord < j.value ->> 2))`,
+        params: [conversationId, before, JSON.stringify(named.map((t) => [t.id, t.contentHash, t.ord]))],
       };
     },
 
@@ -207,7 +283,7 @@ function createSyncWrites() {
 }
 
 export function createSyncStore(driver: StorageDriver) {
-  return { ...createSyncReads(driver), ...createSyncWrites() };
+  return { ...createSyncReads(driver), ...createSyncChecks(driver), ...createSyncWrites() };
 }
 
 export type SyncStore = ReturnType<typeof createSyncStore>;
