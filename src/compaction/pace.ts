@@ -5,7 +5,7 @@ export const YIELD_TURNS = 256;
 export const YIELD_MS = 50;
 
 /** One turn of the event loop: Node's setImmediate (no 1 ms timer floor), else a zero timer (workerd, browsers). */
-const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => {
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => {
   const immediate = (globalThis as { setImmediate?: (fn: () => void) => unknown }).setImmediate;
   if (typeof immediate === 'function') immediate(resolve);
   else setTimeout(resolve, 0);

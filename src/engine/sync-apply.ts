@@ -15,7 +15,8 @@ import { turnRowError } from '../store/turn-store.js';
 import type { SyncStore } from '../store/sync-store.js';
 import { compareKeys, headOf, type HeadRegister, type TreeNode } from '../store/tree.js';
 import { moveTo, settlePath } from './branches.js';
-import { applyAliases, groupBy, pinStatements } from './sync-merge.js';
+import { groupBy, mergeAliases, mergePins, slices } from './sync-merge.js';
+import { yieldToEventLoop } from '../compaction/pace.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { Statement } from '../contracts/types.js';
 import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
@@ -196,10 +197,23 @@ async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: n
   };
 }
 
-/** One batch applied, in the engine's exclusive slot (see the top of this file for the order of its steps). */
-async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
+/** What the first slice of a batch leaves for the next ones: the batch as bounded, and what to write with its cursor. */
+interface FirstSlice {
+  applied: SyncApplied;
+  batch: ReadBatch;
+  hold: Statement[];
+  release: number[];
+  changed: Set<string>;
+  nowIso: string;
+}
+
+/**
+ * A batch's first slice, in the engine's exclusive slot: tombstones, then the turns (one transaction), then checkouts
+ * (see the top of this file). Pins, aliases and the cursor follow in slices of their own (applySync). A batch of
+ * attachments' bytes is applied whole here (it moves no cursor): then `batch` is null.
+ */
+async function applyFirst(d: SyncApplyDeps, read: ReadBatch): Promise<FirstSlice | { done: SyncApplied }> {
   const { driver, sync } = d;
-  const read = await readBatch(raw, d.maxMessageBytes);
   const me = await sync.replica();
   if (read.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(read.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
   if (read.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
@@ -211,7 +225,7 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
     const { whole, refused } = await applyPieces(d, read.pieces, nowIso);
     applied.attachments = whole;
     if (refused.length > 0) applied.refused = refused;
-    return withMissing(d, applied, read.conversations);
+    return { done: await withMissing(d, applied, read.conversations) };
   }
   const { batch, hold, release, held } = await bounded(d, read, now + d.maxClockSkewMs, now, nowIso);
   if (held) applied.held = held;
@@ -236,21 +250,24 @@ async function apply(d: SyncApplyDeps, raw: unknown): Promise<SyncApplied> {
     await settlePath(d, conversationId);
     changed.add(conversationId);
   }
-  // The turns in one transaction; then the pins with the cursor, the changes set aside and those released. A sync
-  // stopped before the cursor sends this batch again, and what is stored already is skipped.
   if (statements.length > 0) await driver.batch(statements);
-  const pins = batch.more ? { statements: [], changed: 0 } : await pinStatements(d, batch.pins, batch.conversations);
-  applied.pins = pins.changed;
-  await driver.batch([...pins.statements, ...hold, ...(release.length > 0 ? [sync.releaseStatement(release)] : []), sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
-  for (const conversationId of changed) {
+  return { applied, batch, hold, release, changed, nowIso };
+}
+
+/**
+ * The batch's last slice: the cursor it reached, with the changes set aside and those released (a sync stopped
+ * before the cursor sends this batch again, and what is stored already is skipped); then what was derived from the
+ * changed conversations is scheduled again.
+ */
+async function applyLast(d: SyncApplyDeps, f: FirstSlice): Promise<void> {
+  const { batch, nowIso } = f;
+  await d.driver.batch([...f.hold, ...(f.release.length > 0 ? [d.sync.releaseStatement(f.release)] : []), d.sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
+  for (const conversationId of f.changed) {
     d.uncache(conversationId);
     if (!(await d.store.conversation(conversationId))) continue;
     await d.index.indexNew(conversationId, nowIso);
     d.rebuildLater(conversationId);
   }
-  if (!batch.more) applied.aliases = await applyAliases(d, batch);
-  applied.conversations = [...changed].sort();
-  return withMissing(d, applied, batch.conversations);
 }
 
 /** The report with the attachments this replica's turns name whose bytes it still lacks (what the sync fetches next). */
@@ -260,30 +277,49 @@ async function withMissing(d: SyncApplyDeps, applied: SyncApplied, conversations
   return { ...applied, missing: await Promise.all(ids.map(async (id) => ({ id, from: await d.attachments.received(id) }))) };
 }
 
-/** Whether a batch (not read yet: caller input) carries tombstones; a value that cannot be read carries none. */
-function hasTombstones(raw: unknown): boolean {
-  try {
-    const list = (raw as { tombstones?: unknown } | null)?.tombstones;
-    return Array.isArray(list) && list.length > 0;
-  } catch {
-    return false;
-  }
-}
-
 export function syncApplyApi(d: SyncApplyDeps) {
+  /** `fn` in the engine's exclusive slot, after handing the event loop back (another call may run between slices). */
+  const slot = async <T>(fn: () => Promise<T>): Promise<T> => {
+    await yieldToEventLoop();
+    return await d.serial(fn);
+  };
   return {
+    /**
+     * Applies a batch a slice at a time: the batch is read and checked first (outside the engine's slot, handing the
+     * event loop back as it goes), then tombstones and turns in one slot, pins and aliases a slice (MERGE_SLICE
+     * states) per slot, and the cursor last — so a batch of any size holds the engine and the event loop for a slice
+     * at a time, and every slice is a step of its own (a batch applied again changes nothing more).
+     */
     applySync(raw: unknown): Promise<SyncApplied> {
       return (async () => {
+        const read = await readBatch(raw, d.maxMessageBytes);
         // Vectors and summaries being made from a turn that a tombstone removes must land (or be refused) first.
-        if (hasTombstones(raw) || (await d.sync.due(Date.now() + d.maxClockSkewMs, 1)).length > 0) await d.settle();
+        if (read.tombstones.length > 0 || (await d.sync.due(Date.now() + d.maxClockSkewMs, 1)).length > 0) await d.settle();
+        let first: FirstSlice | { done: SyncApplied };
         for (;;) {
           try {
-            return await d.serial(() => apply(d, raw));
+            first = await d.serial(() => applyFirst(d, read));
+            break;
           } catch (error) {
             if (error !== RETRY) throw error;
             await d.settle();
           }
         }
+        if ('done' in first) return first.done;
+        const f = first;
+        if (!f.batch.more) {
+          for (const part of slices(f.batch.pins)) {
+            f.applied.pins += await slot(async () => {
+              const merged = await mergePins(d, part);
+              if (merged.statements.length > 0) await d.driver.batch(merged.statements);
+              return merged.changed;
+            });
+          }
+        }
+        await slot(() => applyLast(d, f));
+        if (!f.batch.more) for (const part of slices(f.batch.aliases)) f.applied.aliases += await slot(() => mergeAliases(d, part));
+        f.applied.conversations = [...f.changed].sort();
+        return await slot(() => withMissing(d, f.applied, f.batch.conversations));
       })();
     },
   };

@@ -10,6 +10,7 @@ import type { ChatMessage } from '../contracts/types.js';
 import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncHead, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { Place } from '../store/tree.js';
 import { MAX_ORD } from '../store/order.js';
+import { pacer, type Pace } from '../compaction/pace.js';
 
 const MODULE = 'sync';
 const MAX_TOMBSTONES = 10_000;
@@ -163,11 +164,22 @@ function readPiece(raw: unknown, path: string): IncomingPiece {
   return { id: p.id as string, mediaType, size, start, bytes };
 }
 
+/** Each item read in order, handing the event loop back now and then (a batch may hold 100,000 pins). */
+async function readAll<T>(items: readonly unknown[], read: (item: unknown, i: number) => T, pace: Pace, weight: number): Promise<T[]> {
+  const out: T[] = [];
+  for (const [i, item] of items.entries()) {
+    out.push(read(item, i));
+    await pace(weight);
+  }
+  return out;
+}
+
 /** The batch, checked whole and copied (turns hashed and verified); INVALID_ARGUMENT at the first bad field. */
 export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBatch> {
   const b = checkObject(raw, 'applySync');
   if (b.format !== 'pagewise-sync' || b.version !== 1) invalid('batch', `is not a pagewise sync batch version 1 (format ${describe(b.format)}, version ${describe(b.version)}); pass what syncChanges() returned.`);
   if (typeof b.more !== 'boolean') invalid('batch.more', `must be true or false (got ${describe(b.more)}).`);
+  const pace = pacer();
   const turns: IncomingTurn[] = [];
   const seen = new Set<string>();
   for (const [i, t] of list(b.turns, 'batch.turns', MAX_BATCH_TURNS).entries()) {
@@ -176,15 +188,17 @@ export async function readBatch(raw: unknown, maxBytes: number): Promise<ReadBat
     if (seen.has(key)) invalid(`batch.turns[${i}].id`, `repeats message ${describe(turn.id)} of conversation ${describe(turn.conversationId)}.`);
     seen.add(key);
     turns.push(turn);
+    await pace(1);
   }
+  const small = 1 / 64;
   return {
     format: 'pagewise-sync', version: 1, from: readReplicaId(b.from, 'batch.from'), to: readReplicaId(b.to, 'batch.to'),
     conversations: readConversationFilter(b.conversations, 'batch.conversations') ?? null, cursor: readCursor(b.cursor, 'batch.cursor'), more: b.more,
-    tombstones: list(b.tombstones, 'batch.tombstones', MAX_TOMBSTONES).map((t, i) => readTombstone(t, `batch.tombstones[${i}]`)),
+    tombstones: await readAll(list(b.tombstones, 'batch.tombstones', MAX_TOMBSTONES), (t, i) => readTombstone(t, `batch.tombstones[${i}]`), pace, small),
     turns,
-    pins: list(b.pins, 'batch.pins', MAX_PINS).map((p, i) => readPin(p, `batch.pins[${i}]`)),
-    aliases: list(b.aliases, 'batch.aliases', MAX_PINS).map((a, i) => readAlias(a, `batch.aliases[${i}]`)),
-    heads: b.heads === undefined ? [] : list(b.heads, 'batch.heads', MAX_PINS).map((h, i) => readHead(h, `batch.heads[${i}]`)),
+    pins: await readAll(list(b.pins, 'batch.pins', MAX_PINS), (p, i) => readPin(p, `batch.pins[${i}]`), pace, small),
+    aliases: await readAll(list(b.aliases, 'batch.aliases', MAX_PINS), (a, i) => readAlias(a, `batch.aliases[${i}]`), pace, small),
+    heads: b.heads === undefined ? [] : await readAll(list(b.heads, 'batch.heads', MAX_PINS), (h, i) => readHead(h, `batch.heads[${i}]`), pace, small),
     pieces: b.attachments === undefined ? [] : list(b.attachments, 'batch.attachments', MISSING_PER_ASK).map((p, i) => readPiece(p, `batch.attachments[${i}]`)),
   };
 }
