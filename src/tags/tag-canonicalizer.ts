@@ -1,16 +1,56 @@
 import { invalid, limitOf, scopeOf, spelling } from './alias-arguments.js';
-import { createAliasLayers, resolve } from './alias-layers.js';
+import { type AliasLayers, type AliasState, createAliasLayers, planStates, resolve } from './alias-layers.js';
 import { type AliasSuggestion, createAliasSuggester } from './alias-suggestions.js';
 import { slug } from './canonicalize.js';
 import { autoAliasOf, createVocabularies } from './tag-vocabulary.js';
 import type { TagAlias, TagStore } from './tag-store.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { validateConversationId } from '../common/messages.js';
+import type { Statement } from '../contracts/types.js';
 
 export type { AliasApi } from '../contracts/types-data.js';
 
 export { MAX_ALIAS_LENGTH, spelling } from './alias-arguments.js';
 export { resolve } from './alias-layers.js';
+export type { AliasState } from './alias-layers.js';
 export type { AliasSuggestion } from './alias-suggestions.js';
 
+/** A state with the spellings add() and remove() would take (canonical), or null where they would refuse it. */
+function checkedState(s: AliasState): AliasState | null {
+  const conversationId = s.conversationId === null ? null : validateConversationId(s.conversationId, 'scope.conversationId');
+  try {
+    return { conversationId, alias: spelling(s.alias, 'alias', 'db'), tag: s.removed ? '' : spelling(s.tag, 'tag', 'database'), createdAt: s.createdAt, ...(s.removed ? { removed: true } : {}) };
+  } catch (error) {
+    if (error instanceof PagewiseError && error.code === 'INVALID_ARGUMENT') return null;
+    throw error;
+  }
+}
+
+/** canonicalizer.applyStates over the canonicalizer's store and caches (see there). */
+function stateApplier(store: TagStore, layers: AliasLayers, vocabularies: Pick<ReturnType<typeof createVocabularies>, 'drop'>) {
+  return async (states: readonly AliasState[], also: readonly Statement[] = []): Promise<(boolean | null)[]> => {
+    const checked = states.map(checkedState);
+    if (checked.every((s) => s === null)) {
+      if (also.length > 0) await store.writeAliasChanges({ aliases: [], removals: [], moves: [], restat: [], rewritten: [] }, also);
+      return checked.map(() => null);
+    }
+    const read = new Set(checked.flatMap((s) => (s && !s.removed ? [s.alias] : [])));
+    const holders = await store.tagHolders([...read]);
+    const conversations = new Set(checked.flatMap((s) => (s?.conversationId ? [s.conversationId] : [])));
+    for (const set of holders.values()) for (const c of set) conversations.add(c);
+    const plan = planStates(checked, await layers.globalMap(), await layers.localsOf(conversations), holders, read);
+    try {
+      await store.writeAliasChanges(plan, also);
+      plan.commit();
+    } catch (error) {
+      for (const c of plan.scopes) layers.drop(c);
+      throw error;
+    } finally {
+      for (const c of plan.rewritten) vocabularies.drop(c);
+    }
+    return plan.applied;
+  };
+}
 
 /**
  * Makes every tag canonical before it is stored or matched: slug and plural folding, then aliases, then automatic
@@ -110,6 +150,23 @@ export function createCanonicalizer(store: TagStore) {
         layers.drop(conversationId);
       }
     },
+
+    /**
+     * Applies manual alias states in order — an alias with add()'s result (at its `createdAt`; one add() refuses, a
+     * loop or a spelling that names no tag, is left out), a removal with remove()'s — as if each were applied one at a
+     * time, in one transaction after `also`: the alias maps and the stored tags the aliases are spelled as are read
+     * once, and the rows written in a few statements, whatever the number of states. Resolves with, per state,
+     * whether it changed something (false: a removal of an alias the scope lacks; null: refused). `also`: statements
+     * of the caller's, written first in the same transaction. Sync applies another replica's aliases with it, a slice
+     * at a time.
+     *
+     * @example
+     * await canonicalizer.applyStates([
+     *   { conversationId: null, alias: 'js', tag: 'javascript', createdAt: '2026-01-01T00:00:00.000Z' },
+     *   { conversationId: 'c', alias: 'pg', tag: '', createdAt: '2026-01-02T00:00:00.000Z', removed: true },
+     * ]); // → [true, false]
+     */
+    applyStates: stateApplier(store, layers, vocabularies),
 
     /** The global aliases, or those that apply in a conversation: the global ones, then its own (manual and learned). */
     async list(scopeIn: unknown): Promise<TagAlias[]> {

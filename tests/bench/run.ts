@@ -3,6 +3,7 @@
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
+//          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
 //          --hint=off  --tagger=keyword|embedding  --split=tune|report|holdout (see below)  --repeat=N (spread over N runs)
 //          recall sets: locomo, realtalk, adversarial, longmemeval — each against BM25, vector and hybrid at equal tokens
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
@@ -307,3 +308,4 @@ if (only.has('embedding')) await embeddingBench();
 if (only.has('vectors')) await vectorScaleBench();
 if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));
 if (only.has('branches')) await (await import('./branches.js')).branchesBench(args);
+if (only.has('sync-bulk')) await (await import('./sync-bulk.js')).syncBulkBench(args);
