@@ -265,20 +265,6 @@ function createSyncWrites() {
       for (const id of refs) out.push(attachmentRefStatement(conversationId, t.id, id));
       return out;
     },
-
-    /** Records another replica's removal of a manual alias that is not here (an older add arriving later loses to it). */
-    aliasRemovalStatement(a: SyncAlias): Statement {
-      return { sql: 'INSERT OR REPLACE INTO sync_alias_removals (conversation_id, alias, removed_at) VALUES (?, ?, ?)', params: [a.conversationId ?? '', a.alias, a.createdAt] };
-    },
-
-    /** Statements that set a pin's state as `pin` says. */
-    pinStatements(pin: SyncPin): Statement[] {
-      return pin.pinned
-        ? [{ sql: 'INSERT OR REPLACE INTO pins (conversation_id, turn_id, pinned_at) VALUES (?, ?, ?)', params: [pin.conversationId, pin.messageId, pin.at] },
-          { sql: 'DELETE FROM sync_unpins WHERE conversation_id = ? AND turn_id = ?', params: [pin.conversationId, pin.messageId] }]
-        : [{ sql: 'DELETE FROM pins WHERE conversation_id = ? AND turn_id = ?', params: [pin.conversationId, pin.messageId] },
-          { sql: 'INSERT OR REPLACE INTO sync_unpins (conversation_id, turn_id, unpinned_at) VALUES (?, ?, ?)', params: [pin.conversationId, pin.messageId, pin.at] }];
-    },
   };
 }
 
