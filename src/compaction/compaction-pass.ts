@@ -1,6 +1,6 @@
 import type { CompactionReport, Tokenizer } from '../contracts/types.js';
 import type { Atomic, CompactionSettings } from './compactor-types.js';
-import { type Pace, pacer } from './pace.js';
+import { type Pace, pacer } from '../common/pace.js';
 import type { Pressure } from './pressure.js';
 import type { RollUp } from './roll-up.js';
 import type { SegmentPlanner, SegmentRequest } from './segment-plan.js';

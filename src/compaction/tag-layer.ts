@@ -1,6 +1,6 @@
 import type { Tokenizer } from '../contracts/types.js';
 import type { Atomic, CompactorDeps } from './compactor-types.js';
-import type { Pace } from './pace.js';
+import type { Pace } from '../common/pace.js';
 import { ROLLUP_TAGS } from './roll-up.js';
 import { type TaggedUnit, pool, prominent, setCover } from './segmenter.js';
 import type { SummaryRecord } from './summary-store.js';

@@ -10,7 +10,7 @@ import type { ChatMessage } from '../contracts/types.js';
 import type { SyncAlias, SyncAttachmentPiece, SyncBatch, SyncHead, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { Place } from '../store/tree.js';
 import { MAX_ORD } from '../store/order.js';
-import { pacer, type Pace } from '../compaction/pace.js';
+import { pacer, type Pace } from '../common/pace.js';
 
 const MODULE = 'sync';
 const MAX_TOMBSTONES = 10_000;

@@ -18,8 +18,8 @@ export type MergeDeps = Pick<DataDeps, 'driver' | 'canonicalizer'>;
 export const MERGE_SLICE = IN_LIST_MAX;
 
 /** `items` in slices of MERGE_SLICE (what mergePins and mergeAliases take at once). */
-export function slices<T>(items: readonly T[]): T[][] {
-  return chunks(items, MERGE_SLICE);
+export function slices<T>(items: readonly T[], size = MERGE_SLICE): T[][] {
+  return chunks(items, size);
 }
 
 /** `values` as JSON lists within the driver's limits (one parameter each), with the index of each list's first value. */

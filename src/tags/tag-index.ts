@@ -1,10 +1,14 @@
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
+import { pacer } from '../common/pace.js';
 import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 import { slug } from './canonicalize.js';
 import { candidates } from './key-phrases.js';
 import { taggableText } from '../common/parts.js';
 import type { Canonicalizer } from './tag-canonicalizer.js';
 import type { TagStore, UnitTags } from './tag-store.js';
+
+/** New turns tagged per transaction when many arrive at once (a sync, an import): about 50 ms of work. */
+const SAVE_TURNS = 128;
 
 export interface TagIndexOptions {
   turns: TurnStore;
@@ -100,14 +104,27 @@ export function createTagIndex(o: TagIndexOptions) {
       if (turns.length === 0 || turns[turns.length - 1]!.seq <= countedTo) return { units: 0, failures: [] };
       const terms = new Map<string, number>();
       let turnTotal = countedTo + 1;
-      const saved: UnitTags[] = [];
+      let saved: UnitTags[] = [];
+      let units = 0;
+      let pending = 0;
       const failures: string[] = [];
+      // Saved every SAVE_TURNS turns (each save a step of its own: the next call goes on after the last unit saved).
+      const save = async () => {
+        await o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, saved, terms, nowIso));
+        units += saved.length;
+        saved = [];
+        terms.clear();
+        pending = 0;
+      };
       // Most used first, as stored (an LLM tagger's prompt takes the head of the list).
       const vocabulary = [...(await o.canonicalizer.counts(conversationId))].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([t]) => t);
       const known = new Set(vocabulary);
+      // Many turns at once (a sync, an import): the event loop handed back now and then (another memory's call runs).
+      const pace = pacer();
       for (const unit of group(turns)) {
         const fresh = unit.filter((t) => t.seq > countedTo);
         if (fresh.length === 0) continue;
+        await pace(fresh.length);
         const secret = unit.some((t) => t.private);
         const { result, tagger, failures: f } = await runChain({
           text: unitText(unit), kind: 'unit', conversationId, vocabulary, minTags: o.minTags, maxTags: o.maxTags,
@@ -129,9 +146,11 @@ export function createTagIndex(o: TagIndexOptions) {
         });
         // Vocabulary feedback within a batch too: the next unit's tagger sees these (not a private unit's words).
         if (!secret) for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
+        pending += fresh.length;
+        if (pending >= SAVE_TURNS) await save();
       }
-      await o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, saved, terms, nowIso));
-      return { units: saved.length, failures };
+      await save();
+      return { units, failures };
     },
   };
 }
