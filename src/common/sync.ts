@@ -123,9 +123,9 @@ async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMiss
     report.pins += applied.pins;
     report.aliases += applied.aliases;
     report.conflicts.push(...applied.conflicts);
-    if (applied.held) {
-      report.held.count += applied.held.count;
-      report.held.aheadMs = Math.max(report.held.aheadMs, applied.held.aheadMs);
+    if (applied.clock) {
+      for (const k of ['held', 'clamped', 'refused'] as const) report.clock[k] += applied.clock[k];
+      report.clock.aheadMs = Math.max(report.clock.aheadMs, applied.clock.aheadMs);
     }
     for (const c of applied.conversations) changed.add(c);
     report.batches++;
@@ -151,13 +151,13 @@ async function handshake(self: SyncPeer, peer: SyncPeer, filter: string[] | unde
     if (theirs.replica === selfId) invalid('other', `is this same replica (${describe(selfId)}): sync two memories with their own storage.`);
   }
   // This replica checks what the peer read of it…
-  let ours = await self.syncState(theirs.replica, filter, { seen: theirs.cursor });
+  let ours = await self.syncState(theirs.replica, filter, { seen: theirs.cursor, ...(theirs.elsewhere ? { seenElsewhere: theirs.elsewhere } : {}) });
   if (ours.renewed) {
     renewed.push(ours.renewed);
     selfId = ours.replica;
   }
   // …and the peer what this one read of it (a peer that renews is read from the start).
-  theirs = await peer.syncState(selfId, filter, { seen: ours.cursor });
+  theirs = await peer.syncState(selfId, filter, { seen: ours.cursor, ...(ours.elsewhere ? { seenElsewhere: ours.elsewhere } : {}) });
   if (theirs.renewed) {
     renewed.push(theirs.renewed);
     ours = await self.syncState(theirs.replica, filter);
@@ -172,7 +172,7 @@ export async function runSync(self: SyncPeer, other: unknown, options?: SyncOpti
   const started = performance.now();
   const report: SyncReport = {
     pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, attachments: 0, batches: 0, bytes: 0, ms: 0,
-    renewed: [], held: { count: 0, aheadMs: 0 },
+    renewed: [], clock: { held: 0, clamped: 0, refused: 0, aheadMs: 0 },
   };
   const { selfId, ours, theirs } = await handshake(self, peer, o.conversations, report.renewed);
   const changed = new Set<string>();

@@ -37,9 +37,14 @@ export interface SyncState {
   cursor: SyncCursor;
   /** Attachments its turns refer to whose bytes it lacks (the first 64): what a sync fetches first. */
   missing?: SyncMissing[];
+  /**
+   * The cursors this replica keeps for `peer` under other conversation filters (the 8 last updated), for the
+   * handshake to show the peer (`seenElsewhere`): a copy is found whichever conversations it syncs.
+   */
+  elsewhere?: { conversations: string[] | null; cursor: SyncCursor }[];
   /** Set when this call found the replica to be a copy and gave it a new id (`replica`): the id it had, and why. */
   renewed?: SyncRenewal;
-  /** Changes received stamped too far ahead of this replica's clock, waiting for it (see SyncApplied.held). */
+  /** Turns received stamped too far ahead of this replica's clock, waiting for it (see SyncClock). */
   held?: number;
 }
 
@@ -62,6 +67,8 @@ export interface SyncStateOptions {
    * receipt against its own history, and takes a new id when it reads another one (a copy, a restored backup).
    */
   seen?: SyncCursor;
+  /** What `peer` says it read of this replica under other conversation filters (its `syncState().elsewhere`). */
+  seenElsewhere?: { conversations: string[] | null; cursor: SyncCursor }[];
   /**
    * Take a new id now (the peer has this one). Only in-process, the worker and a Durable Object stub honour it; the
    * sync endpoint ignores it (a caller over HTTP cannot make the edge renew).
@@ -225,13 +232,23 @@ export interface SyncApplied {
   refused?: string[];
   /** Attachments the turns here refer to whose bytes are still lacking (the first 64). */
   missing?: SyncMissing[];
-  /**
-   * Turns and forgets stamped more than `maxClockSkewMs` ahead of this replica's clock (the sender's clock is ahead,
-   * or the batch is forged): kept aside, not applied, until this replica's clock reaches them; then the next sync
-   * applies them. `aheadMs`: how far ahead the furthest one is. Checkouts, pins and aliases from too far ahead are
-   * left out the same way (they travel whole with every sync).
-   */
-  held?: { count: number; aheadMs: number };
+  /** What this replica's clock did with the batch: see SyncClock. */
+  clock?: SyncClock;
+}
+
+/**
+ * Changes stamped more than `maxClockSkewMs` ahead of the receiver's clock (the sender's clock is ahead, or the batch
+ * is forged). `held`: turns kept aside, not applied, until the receiver's clock reaches them (then a later sync
+ * applies them). `clamped`: forgets taken as made now — they remove what the receiver held, not what others write
+ * while the sender's clock runs ahead. `refused`: turns beyond the 10,000 a replica holds, or held ones that no longer
+ * pass its checks (let go). `aheadMs`: how far ahead the furthest one was. Checkouts, pins and aliases from too far
+ * ahead are left out (they travel whole with every sync). A device that sees any of these should have its clock fixed.
+ */
+export interface SyncClock {
+  held: number;
+  clamped: number;
+  refused: number;
+  aheadMs: number;
 }
 
 /** Progress of a running sync, after each batch. */
@@ -275,8 +292,8 @@ export interface SyncReport {
   ms: number;
   /** Replicas that found themselves to be copies and took a new id in this sync (then it moved everything once). */
   renewed: SyncRenewal[];
-  /** Changes either side held back because they are stamped too far ahead of its clock (see SyncApplied.held). */
-  held: { count: number; aheadMs: number };
+  /** Changes either side took otherwise because they are stamped too far ahead of its clock (see SyncClock). */
+  clock: SyncClock;
 }
 
 /**

@@ -56,7 +56,9 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           const head = whole ? null : headOf(nodes, await d.tree.register(conversationId));
           const gone = new Set(rows.map((r) => r.id));
           const back = head && gone.has(head.id) ? [d.tree.checkoutStatement(conversationId, pathTo(nodes, head).filter((n) => !gone.has(n.id)).pop()?.id ?? '', nowIso)] : [];
-          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones, ...back]);
+          // Turns received stamped ahead of this clock and held aside (not stored yet) go too: no byte of them stays.
+          const held = d.sync.forgetHeldStatement(conversationId, o.messageIds === undefined && o.tag === undefined && o.branch === undefined ? null : rows.map((r) => r.id));
+          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones, held, ...back]);
           if (!whole) {
             // The head may have gone with them: the positions follow the one the tree has now.
             await settlePath(d, conversationId);

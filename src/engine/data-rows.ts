@@ -37,7 +37,10 @@ export async function storedConversation(store: TurnStore, value: unknown, path 
  * `retag`: the tag index's rewrite (a partial forget); without it, the conversation's tag index goes whole and is
  * rebuilt from what is left. Resolves with the number of summaries removed.
  */
-export type Remove = (conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra?: Statement[]) => Promise<number>;
+export type Remove = ((conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra?: Statement[], purgeLater?: boolean) => Promise<number>) & {
+  /** The purge a removal with `purgeLater` left to its caller (once after many: sync's tombstones of many conversations). */
+  purge(): Promise<void>;
+};
 
 /** Keeps the highest row id a turn ever had (NEXT_ROWID never gives a removed one again: sync cursors read by it). */
 const KEEP_FLOOR: Statement = {
@@ -61,7 +64,7 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
     await driver.query('VACUUM');
   };
 
-  return async (conversationId, rows, whole, retag, extra = []) => {
+  const remove = async (conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra: Statement[] = [], purgeLater = false): Promise<number> => {
     const summaries = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
     // `extra`: what the caller writes in the same transaction (forget's tombstones, a sync's cursor).
     const statements: Statement[] = [KEEP_FLOOR, ...extra, { sql: 'DROP TRIGGER turns_no_delete' }];
@@ -85,9 +88,10 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
     await driver.query('PRAGMA secure_delete = ON');
     await driver.batch(statements);
     d.uncache(conversationId);
-    await purge();
+    if (!purgeLater) await purge();
     return Number(summaries[0]?.n ?? 0);
   };
+  return Object.assign(remove, { purge });
 }
 
 /** What is derived from the conversation's turns as a whole: removed, and rebuilt from what is left. */

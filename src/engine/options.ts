@@ -74,6 +74,13 @@ function int(value: unknown, option: string, min: number, fallback: number): num
   return value;
 }
 
+/** At most a year: a larger skew would take any clock's changes as they come (and past the last date a Date holds). */
+function clockSkew(value: unknown): number {
+  const ms = int(value, 'maxClockSkewMs', 0, 600_000);
+  if (ms > 365 * 24 * 3600 * 1000) bad('maxClockSkewMs', `must be at most a year in ms (31,536,000,000; got ${ms}).`);
+  return ms;
+}
+
 function ratio(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value > 0 && value <= 1)) bad(option, `must be a number in (0, 1] (got ${describe(value)}).`);
@@ -152,7 +159,7 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     hardThreshold,
     maxMessageBytes: int(options.maxMessageBytes, 'maxMessageBytes', 1, 1024 * 1024),
     maxAttachmentBytes: int(options.maxAttachmentBytes, 'maxAttachmentBytes', 1, DEFAULT_MAX_ATTACHMENT_BYTES),
-    maxClockSkewMs: int(options.maxClockSkewMs, 'maxClockSkewMs', 0, 600_000),
+    maxClockSkewMs: clockSkew(options.maxClockSkewMs),
     mediaTokens: readMediaRule(options),
     storage,
   };

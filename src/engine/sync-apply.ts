@@ -2,7 +2,7 @@
 // removes it, leaving no byte of its text), then the turns this replica lacks, placed in the converged order — every
 // replica orders a conversation by (order key, origin, id) — with the cursor the batch reached, in one transaction;
 // then pins and manual aliases by their merge rules. Derived data is never received: it is rebuilt here.
-import { readBatch, readTombstone, readTurn, wireTurn, type IncomingPiece, type IncomingTurn, type ReadBatch } from './sync-batch.js';
+import { readBatch, readTurn, wireTurn, type IncomingPiece, type IncomingTurn, type ReadBatch } from './sync-batch.js';
 import { MISSING_PER_ASK } from './sync-changes.js';
 import { completeStatement } from '../store/attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
@@ -19,6 +19,7 @@ import { groupBy, mergeAliases, mergePins, slices } from './sync-merge.js';
 import { yieldToEventLoop } from '../common/pace.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { Statement } from '../contracts/types.js';
+import { MAX_ORD } from '../store/order.js';
 import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
@@ -35,10 +36,15 @@ export interface SyncApplyDeps extends DataDeps {
 }
 
 
-/** Removes what the batch's tombstones cover, a conversation at a time, with the tombstones in the same transaction. */
+/**
+ * Removes what the batch's tombstones cover, a conversation at a time, with the tombstones in the same transaction
+ * (the event loop handed back between conversations), and purges the file once at the end (not once per conversation).
+ */
 async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: SyncApplied, changed: Set<string>, nowIso: string): Promise<void> {
   const { driver, sync } = d;
+  let removed = false;
   for (const [conversationId, tombstones] of groupBy(batch.tombstones, (t) => t.conversationId)) {
+    await yieldToEventLoop();
     const stored = await sync.forgotten(conversationId, []);
     const before = Math.max(stored.before, ...tombstones.map((t) => (t.id === undefined ? t.ord : 0)));
     const named = tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined);
@@ -51,7 +57,8 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
     }
     const left = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
     const whole = rows.length >= Number(left[0]?.n ?? 0);
-    await d.remove(conversationId, rows, whole, undefined, statements);
+    await d.remove(conversationId, rows, whole, undefined, statements, true);
+    removed = true;
     applied.forgotten += rows.length;
     changed.add(conversationId);
     if (!whole) {
@@ -61,6 +68,7 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
       d.rebuildLater(conversationId);
     }
   }
+  if (removed) await d.remove.purge();
 }
 
 /** The turns of one conversation this replica lacks, checked against its tombstones and stored ids. */
@@ -157,10 +165,14 @@ async function applyPieces(d: SyncApplyDeps, pieces: readonly IncomingPiece[], n
   return { whole, refused: [...refused] };
 }
 
+/** Held turns at most (beyond, a turn from too far ahead is refused: a forged batch cannot fill the database). */
+const MAX_HELD = 10_000;
+
 /**
- * The batch's turns and tombstones with the held ones whose time has come, less those stamped past `bound` (this
- * replica's clock plus the skew it allows), which are set aside as statements; checkouts, pins and aliases past it
- * are left out (they come again with every sync).
+ * The batch as this replica's clock takes it (`bound`: its time plus the skew it allows). Turns stamped past it are
+ * set aside as statements (held) and those held earlier whose time has come join the batch; a forget stamped past it
+ * is taken as made when it arrives (its clock clamped to `now`): it removes what was written before it reached this
+ * replica, not what others write in the time its sender's clock runs ahead; checkouts, pins and aliases past it are left out (they come again with every sync).
  */
 async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: number, nowIso: string) {
   const { sync } = d;
@@ -168,34 +180,42 @@ async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: n
   const key = (conversationId: string, id: string) => JSON.stringify([conversationId, id]);
   const inBatch = new Set(batch.turns.map((t) => key(t.conversationId, t.id)));
   const turns: IncomingTurn[] = [];
-  const tombstones: SyncTombstone[] = [];
+  const clock = { held: 0, clamped: 0, refused: 0, aheadMs: 0 };
   for (const h of due) {
-    const item = JSON.parse(h.item) as unknown;
-    if (h.kind === 'tombstone') tombstones.push(readTombstone(item, 'held'));
-    else {
-      const t = await readTurn(item, 'held', d.maxMessageBytes);
+    try {
+      const t = await readTurn(JSON.parse(h.item) as unknown, 'held', d.maxMessageBytes);
       if (!inBatch.has(key(t.conversationId, t.id))) turns.push({ ...t, via: h.peer });
+    } catch (error) {
+      // Held under other limits than this replica has now (maxMessageBytes lowered since): let go, never blocking.
+      if (!(error instanceof PagewiseError)) throw error;
+      clock.refused++;
     }
   }
   const hold: Statement[] = [];
-  let aheadMs = 0;
-  const later = (ord: number, kind: 'turn' | 'tombstone', conversationId: string, id: string, item: unknown): boolean => {
-    if (ord <= bound) return false;
-    hold.push(sync.holdStatement(kind, conversationId, id, ord, item, batch.from, nowIso));
-    aheadMs = Math.max(aheadMs, ord - now);
-    return true;
-  };
-  for (const t of batch.tombstones) if (!later(t.ord, 'tombstone', t.conversationId, t.id ?? '', t)) tombstones.push(t);
+  let room = MAX_HELD - (await sync.held(now)).count;
   for (const t of batch.turns) {
-    if (!later(t.ord, 'turn', t.conversationId, t.id, wireTurn(t))) turns.push(t);
+    if (t.ord <= bound) {
+      turns.push(t);
+      continue;
+    }
+    clock.aheadMs = Math.max(clock.aheadMs, t.ord - now);
+    if (room-- <= 0) { clock.refused++; continue; }
+    hold.push(sync.holdStatement('turn', t.conversationId, t.id, t.ord, wireTurn(t), batch.from, nowIso));
+    clock.held++;
   }
+  const tombstones = batch.tombstones.map((t) => {
+    if (t.ord <= bound) return t;
+    clock.aheadMs = Math.max(clock.aheadMs, t.ord - now);
+    clock.clamped++;
+    return { ...t, ord: now };
+  });
   const isoBound = new Date(bound).toISOString();
   return {
     batch: {
       ...batch, turns, tombstones,
       heads: batch.heads.filter((h) => h.ord <= bound), pins: batch.pins.filter((p) => p.at <= isoBound), aliases: batch.aliases.filter((a) => a.createdAt <= isoBound),
     },
-    hold, release: due.map((h) => h.rowid), held: hold.length > 0 ? { count: hold.length, aheadMs } : undefined,
+    hold, release: due.map((h) => h.rowid), clock: clock.held + clock.clamped + clock.refused > 0 ? clock : undefined,
   };
 }
 
@@ -229,8 +249,8 @@ async function applyFirst(d: SyncApplyDeps, read: ReadBatch): Promise<FirstSlice
     if (refused.length > 0) applied.refused = refused;
     return { done: await withMissing(d, applied, read.conversations) };
   }
-  const { batch, hold, release, held } = await bounded(d, read, now + d.maxClockSkewMs, now, nowIso);
-  if (held) applied.held = held;
+  const { batch, hold, release, clock } = await bounded(d, read, Math.min(MAX_ORD, now + d.maxClockSkewMs), now, nowIso);
+  if (clock) applied.clock = clock;
   const changed = new Set<string>();
   await applyTombstones(d, batch, applied, changed, nowIso);
   const tok = await d.tokenizer();
@@ -302,7 +322,7 @@ export function syncApplyApi(d: SyncApplyDeps) {
       return (async () => {
         const read = await readBatch(raw, d.maxMessageBytes);
         // Vectors and summaries being made from a turn that a tombstone removes must land (or be refused) first.
-        if (read.tombstones.length > 0 || (await d.sync.due(Date.now() + d.maxClockSkewMs, 1)).length > 0) await d.settle();
+        if (read.tombstones.length > 0) await d.settle();
         let first: FirstSlice | { done: SyncApplied };
         for (;;) {
           try {

@@ -51,12 +51,28 @@ export function readCursor(value: unknown, path: string): SyncCursor {
   return { turns: o.turns as number, tombstones: o.tombstones as number, ...(typeof receipt === 'string' && receipt !== '' ? { receipt } : {}) };
 }
 
-function readStateOptions(value: unknown): { seen: SyncCursor | null; renew: boolean } {
-  if (value === undefined) return { seen: null, renew: false };
+type Seen = { conversations: string[] | null; cursor: SyncCursor };
+
+function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen[]; renew: boolean } {
+  if (value === undefined) return { seen: [], renew: false };
   const o = readRecord(value, 'options', 'INVALID_ARGUMENT', MODULE);
-  if (!o) invalid('options', `must be { seen?, renew? } (got ${describe(value)}).`);
+  if (!o) invalid('options', `must be { seen?, seenElsewhere?, renew? } (got ${describe(value)}).`);
   if (o.renew !== undefined && typeof o.renew !== 'boolean') invalid('options.renew', `must be true or false (got ${describe(o.renew)}).`);
-  return { seen: o.seen === undefined ? null : readCursor(o.seen, 'options.seen'), renew: o.renew === true };
+  const seen: Seen[] = o.seen === undefined ? [] : [{ conversations: filter, cursor: readCursor(o.seen, 'options.seen') }];
+  const elsewhere = o.seenElsewhere === undefined ? [] : readArray(o.seenElsewhere, 'options.seenElsewhere', 'INVALID_ARGUMENT', MODULE);
+  if (!elsewhere || elsewhere.length > 8) invalid('options.seenElsewhere', `must be at most 8 { conversations, cursor }, as syncState().elsewhere gives them (got ${describe(o.seenElsewhere)}).`);
+  for (const [i, raw] of elsewhere.entries()) {
+    const e = readRecord(raw, `options.seenElsewhere[${i}]`, 'INVALID_ARGUMENT', MODULE);
+    if (!e) invalid(`options.seenElsewhere[${i}]`, `must be { conversations, cursor } (got ${describe(raw)}).`);
+    seen.push({ conversations: readConversationFilter(e.conversations, `options.seenElsewhere[${i}].conversations`) ?? null, cursor: readCursor(e.cursor, `options.seenElsewhere[${i}].cursor`) });
+  }
+  return { seen, renew: o.renew === true };
+}
+
+/** Whether a peer's receipts name rows this history never held (it is a copy of the replica the peer read). */
+async function isCopy(sync: SyncStore, peer: string, seen: readonly Seen[]): Promise<boolean> {
+  for (const s of seen) if ((await verifyCursor(sync, s.cursor, peer, s.conversations)).kind === 'diverged') return true;
+  return false;
 }
 
 function syncTurn(r: ChangeRow): SyncTurn {
@@ -116,15 +132,16 @@ export function syncReadApi(d: SyncReadDeps) {
       return d.serial(async () => {
         const id = readReplicaId(peer, 'peer', true);
         const filter = readConversationFilter(conversations) ?? null;
-        const o = readStateOptions(options);
+        const o = readStateOptions(options, filter);
         // A peer's receipt naming rows this history never held: this database is a copy of the one it read.
-        const diverged = o.seen !== null && id !== '' && (await verifyCursor(d.sync, o.seen)).kind === 'diverged';
+        const diverged = id !== '' && (await isCopy(d.sync, id, o.seen));
         const renewed = o.renew || diverged ? await renew(d.driver, d.sync, o.renew ? 'same-id' : 'copy') : undefined;
         const missing = await missingHere(d.attachments, filter);
         const held = (await d.sync.held(Date.now())).count;
+        const elsewhere = id === '' ? [] : await d.sync.otherCursors(id, filter);
         return {
           replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter),
-          ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
+          ...(elsewhere.length > 0 ? { elsewhere } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
         };
       });
     },
@@ -140,14 +157,14 @@ export function syncReadApi(d: SyncReadDeps) {
         const from = await d.sync.replica();
         if (to === from) invalid('request.to', `is this replica itself (${describe(from)}); a replica does not sync with itself.`);
         // A cursor this replica did not give (forged, kept from before receipts) or that reads another history: from the start.
-        const verdict = await verifyCursor(d.sync, cursor);
+        const verdict = await verifyCursor(d.sync, cursor, to, conversations);
         const start = verdict.kind === 'ok' ? cursor : { turns: 0, tombstones: 0 };
         const rows: ReceiptRows = verdict.kind === 'ok' ? verdict.rows : { turn: null, tombstone: null };
         const batch: SyncBatch = { format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { turns: start.turns, tombstones: start.tombstones }, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
         if (o.attachments !== undefined) return { ...batch, cursor: { ...cursor }, attachments: await pieces(d.attachments, readMissing(o.attachments, 'request.attachments'), conversations, maxBytes) };
         const signed = async (b: SyncBatch): Promise<SyncBatch> => {
           if (b.cursor.turns === 0 && b.cursor.tombstones === 0) return b;
-          return { ...b, cursor: { ...b.cursor, receipt: await signReceipt(await d.sync.secret(), from, b.cursor, rows) } };
+          return { ...b, cursor: { ...b.cursor, receipt: await signReceipt(await d.sync.secret(), { replica: from, receiver: to, conversations }, b.cursor, rows) } };
         };
         const tombstones = await d.sync.tombstones(start.tombstones, conversations, TOMBSTONES_PER_BATCH + 1);
         for (const t of tombstones.slice(0, TOMBSTONES_PER_BATCH)) {

@@ -56,27 +56,39 @@ function fromBase64url(text: string): string | null {
   }
 }
 
-/** What is signed: this replica, the cursor's two numbers, and the rows they reached. */
-const signed = (replica: string, cursor: SyncCursor, body: string): string => `${VERSION}\n${replica}\n${cursor.turns}\n${cursor.tombstones}\n${body}`;
+/**
+ * Whom a receipt is for: this replica (the sender), the receiver and the conversation filter the cursor was read
+ * with — a receipt given to one receiver, or for some conversations, is not one for another (replayed, it would
+ * silence what lies below it).
+ */
+export interface ReceiptScope {
+  replica: string;
+  receiver: string;
+  conversations: readonly string[] | null;
+}
+
+/** What is signed: whom it is for, the cursor's two numbers, and the rows they reached. */
+const signed = (scope: ReceiptScope, cursor: SyncCursor, body: string): string =>
+  [VERSION, scope.replica, scope.receiver, JSON.stringify(scope.conversations), cursor.turns, cursor.tombstones, body].join('\n');
 
 /** The receipt for `cursor` (the rows it reached), signed by this replica. */
-export async function signReceipt(secret: string, replica: string, cursor: SyncCursor, rows: ReceiptRows): Promise<string> {
+export async function signReceipt(secret: string, scope: ReceiptScope, cursor: SyncCursor, rows: ReceiptRows): Promise<string> {
   const body = JSON.stringify([
     rows.turn ? [rows.turn.rowid, rows.turn.hash] : null,
     rows.tombstone ? [rows.tombstone.rowid, rows.tombstone.tombstone] : null,
   ]);
-  const mac = await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(signed(replica, cursor, body)));
+  const mac = await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(signed(scope, cursor, body)));
   return `${VERSION}.${base64url(body)}.${hex(mac)}`;
 }
 
 /** The rows a receipt names, when this replica signed it for exactly this cursor; otherwise null. */
-async function openReceipt(secret: string, replica: string, cursor: SyncCursor): Promise<ReceiptRows | null> {
+async function openReceipt(secret: string, scope: ReceiptScope, cursor: SyncCursor): Promise<ReceiptRows | null> {
   const parts = (cursor.receipt ?? '').split('.');
   if (parts.length !== 3 || parts[0] !== VERSION || !/^[0-9a-f]{64}$/.test(parts[2]!)) return null;
   const body = fromBase64url(parts[1]!);
   if (body === null) return null;
   const mac = Uint8Array.from(parts[2]!.match(/../g)!, (h) => parseInt(h, 16));
-  if (!(await crypto.subtle.verify('HMAC', await keyOf(secret), mac, new TextEncoder().encode(signed(replica, cursor, body))))) return null;
+  if (!(await crypto.subtle.verify('HMAC', await keyOf(secret), mac, new TextEncoder().encode(signed(scope, cursor, body))))) return null;
   try {
     const [turn, tombstone] = JSON.parse(body) as [[number, string] | null, [number, SyncTombstone] | null];
     return {
@@ -88,10 +100,10 @@ async function openReceipt(secret: string, replica: string, cursor: SyncCursor):
   }
 }
 
-/** How this replica finds a cursor a peer says it reached: see the top of this file. */
-export async function verifyCursor(sync: SyncStore, cursor: SyncCursor): Promise<CursorVerdict> {
+/** How this replica finds a cursor `receiver` says it reached, read with that filter: see the top of this file. */
+export async function verifyCursor(sync: SyncStore, cursor: SyncCursor, receiver: string, conversations: readonly string[] | null): Promise<CursorVerdict> {
   if (cursor.turns === 0 && cursor.tombstones === 0) return { kind: 'start' };
-  const rows = await openReceipt(await sync.secret(), await sync.replica(), cursor);
+  const rows = await openReceipt(await sync.secret(), { replica: await sync.replica(), receiver, conversations }, cursor);
   // Signed for other numbers than the cursor's own, or naming nothing where the cursor is past 0: not one given here.
   if (!rows || (rows.turn?.rowid ?? 0) !== cursor.turns || (rows.tombstone?.rowid ?? 0) !== cursor.tombstones) return { kind: 'unknown' };
   if (rows.turn && !(await sync.hasTurnRow(rows.turn.rowid, rows.turn.hash))) return { kind: 'diverged' };

@@ -338,7 +338,9 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
       UNIQUE (conversation_id, kind, turn_id, ord)
     )`,
     `CREATE INDEX sync_held_by_ord ON sync_held (ord)`,
-    `INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('sync:secret', lower(hex(randomblob(32))))`,
+    // A new database's secret is random; one that holds turns already gets its secret derived from them when it is
+    // first needed (store/sync-store.ts), so copies made before this version share it and still find each other.
+    `INSERT OR IGNORE INTO pagewise_meta (key, value) SELECT 'sync:secret', lower(hex(randomblob(32))) WHERE NOT EXISTS (SELECT 1 FROM turns)`,
     `DROP TRIGGER turns_verbatim`,
     `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord, via, branch, fork_after, fork_branch, fork_ord ON turns
       BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,

@@ -46,6 +46,16 @@ function createSyncReads(driver: StorageDriver) {
       return { turns: Number(r?.turns ?? 0), tombstones: Number(r?.tombstones ?? 0), ...(r?.receipt ? { receipt: r.receipt } : {}) };
     },
 
+    /** The cursors kept for `peer` under other conversation filters than `conversations` (the 8 last updated). */
+    async otherCursors(peer: string, conversations: readonly string[] | null): Promise<{ conversations: string[] | null; cursor: SyncCursor }[]> {
+      const rows = await driver.query<{ scope: string; turns: number; tombstones: number; receipt: string }>(
+        'SELECT scope, turns, tombstones, receipt FROM sync_peers WHERE peer = ? AND scope <> ? ORDER BY updated_at DESC LIMIT 8', [peer, scopeKey(conversations)]);
+      return rows.map((r) => ({
+        conversations: r.scope === '*' ? null : JSON.parse(r.scope) as string[],
+        cursor: { turns: Number(r.turns), tombstones: Number(r.tombstones), ...(r.receipt ? { receipt: r.receipt } : {}) },
+      }));
+    },
+
     /**
      * Shareable turns after row `after` (never private ones, nor those received from `to`), by row id. Not filtered by
      * origin: a turn `to` wrote reaches it back only by another path (then it is skipped there by its id and hash),
@@ -89,10 +99,13 @@ function createSyncReads(driver: StorageDriver) {
      * new message).
      */
     async covered(conversationId: string, before: number, turns: readonly SyncTombstone[]): Promise<{ rowid: number; seq: number; id: string; text: string; name: string | null }[]> {
+      // The named ones found by their id (an index seek each), not by scanning the list for every turn.
       const named = JSON.stringify(turns.map((t) => [t.id, t.contentHash, t.ord]));
       return await driver.query(
-        `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND (${ORD} < ?2 OR EXISTS (
-           SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = turns.id AND j.value ->> 1 = turns.content_hash AND ${ORD} < j.value ->> 2)) ORDER BY seq`,
+        `SELECT rowid, seq, id, text, name FROM turns WHERE conversation_id = ?1 AND ${ORD} < ?2
+         UNION SELECT t.rowid, t.seq, t.id, t.text, t.name FROM json_each(?3) j
+           JOIN turns t ON t.conversation_id = ?1 AND t.id = j.value ->> 0 AND t.content_hash = j.value ->> 1 AND t.${ORD} < j.value ->> 2
+         ORDER BY seq`,
         [conversationId, before, named]);
     },
 
@@ -129,10 +142,21 @@ function createSyncReads(driver: StorageDriver) {
 /** What makes a copy find itself and keeps a wrong clock's changes aside: the secret, the rows receipts name, held changes. */
 function createSyncChecks(driver: StorageDriver) {
   return {
-    /** The secret this replica signs its receipts with (never leaves it; a copy of the database shares it). */
+    /**
+     * The secret this replica signs its receipts with (never leaves it; a copy of the database shares it). A database
+     * that held turns before schema 12 has none yet: it is derived, once, from what only copies of it share — its id
+     * and its first turn's id and local storage time (never sent to a peer) — so that copies made before the upgrade,
+     * each upgraded on its own, still recognise each other's receipts.
+     */
     async secret(): Promise<string> {
       const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'sync:secret'");
-      return rows[0]!.value;
+      if (rows[0]) return rows[0].value;
+      const basis = await driver.query<{ value: string }>(
+        `SELECT (SELECT value FROM pagewise_meta WHERE key = 'replica') || COALESCE((SELECT ' ' || stored_at || ' ' || id FROM turns ORDER BY rowid LIMIT 1), '') AS value`);
+      const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`pagewise sync secret\n${basis[0]!.value}`));
+      const derived = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+      await driver.batch([{ sql: "INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('sync:secret', ?)", params: [derived] }]);
+      return (await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'sync:secret'"))[0]!.value;
     },
 
     /** Whether this replica holds (or forgot) the shareable turn at row `rowid` with that hash: what a receipt names. */
@@ -175,14 +199,18 @@ function createSyncWrites() {
 
     /**
      * A new identity for this replica (a copy or a restored backup found itself): its own turns and checkouts keep the
-     * id they were written under, a new id and secret are made, and the renewal is recorded. One transaction.
+     * id they were written under, a new id and secret are made, its cursors of its peers are dropped, and the renewal
+     * is recorded. One transaction.
      */
     renewStatements(previous: string, replica: string, secret: string, reason: string, nowIso: string): Statement[] {
       return [
         { sql: "UPDATE turns SET origin = ? WHERE origin = ''", params: [previous] },
         { sql: "UPDATE branch_heads SET origin = ? WHERE origin = ''", params: [previous] },
         { sql: "UPDATE pagewise_meta SET value = ? WHERE key = 'replica'", params: [replica] },
-        { sql: "UPDATE pagewise_meta SET value = ? WHERE key = 'sync:secret'", params: [secret] },
+        { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('sync:secret', ?)", params: [secret] },
+        // It reads every peer from the start again too: a copy may have read past rows it was kept from (the ones
+        // another holder of its id had sent), and what it has already is skipped.
+        { sql: 'DELETE FROM sync_peers' },
         { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('replica:renewed', ?)", params: [JSON.stringify({ previous, replica, reason, at: nowIso })] },
       ];
     },
@@ -203,10 +231,18 @@ function createSyncWrites() {
     /** Held turns a forget covers, as `covered` finds stored ones: written before `before`, or named and written before their forget. */
     dropHeldStatement(conversationId: string, before: number, named: readonly SyncTombstone[]): Statement {
       return {
-        sql: `DELETE FROM sync_held WHERE conversation_id = ?1 AND kind = 'turn' AND (ord < ?2 OR EXISTS (
-                SELECT 1 FROM json_each(?3) j WHERE j.value ->> 0 = sync_held.turn_id AND j.value ->> 1 = sync_held.item ->> 'contentHash' AND sync_held.ord < j.value ->> 2))`,
+        sql: `DELETE FROM sync_held WHERE conversation_id = ?1 AND kind = 'turn' AND (ord < ?2 OR rowid IN (
+                SELECT h.rowid FROM json_each(?3) j JOIN sync_held h ON h.conversation_id = ?1 AND h.kind = 'turn' AND h.turn_id = j.value ->> 0
+                WHERE h.item ->> 'contentHash' = j.value ->> 1 AND h.ord < j.value ->> 2))`,
         params: [conversationId, before, JSON.stringify(named.map((t) => [t.id, t.contentHash, t.ord]))],
       };
+    },
+
+    /** A local forget's removal of held turns: the whole conversation's, or those with these ids. */
+    forgetHeldStatement(conversationId: string, ids: readonly string[] | null): Statement {
+      return ids === null
+        ? { sql: "DELETE FROM sync_held WHERE conversation_id = ? AND kind = 'turn'", params: [conversationId] }
+        : { sql: "DELETE FROM sync_held WHERE conversation_id = ? AND kind = 'turn' AND turn_id IN (SELECT value FROM json_each(?))", params: [conversationId, JSON.stringify(ids)] };
     },
 
     /** Records a tombstone (an insert that a repeat ignores). */

@@ -5,7 +5,7 @@ import { isPagewiseError, PagewiseError, type PagewiseErrorCode } from '../contr
 import { validateConversationId } from '../common/messages.js';
 import { redact } from '../text/redact.js';
 import { type Json, type Protocol, type ReadMessages, isObject, redactKeys } from './proxy-protocols.js';
-import { claimForProxy } from './shared-memories.js';
+import { claimForProxy, noteProxyUse } from './shared-memories.js';
 import { openai } from './proxy-openai.js';
 import { anthropic } from './proxy-anthropic.js';
 import { contentText } from '../common/messages.js';
@@ -273,6 +273,7 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     const after = all.slice(round + 1);
     const conversationId = resolved.key;
     const memory = memoryOf(conversationId, resolved.caller);
+    noteProxyUse(memory, resolved.caller.user ?? null);
     const before = all.slice(0, round);
     // Only a system prompt before the new message: the conversation comes from memory.
     const withHistory = before.some((m) => m.role !== 'system');

@@ -26,3 +26,24 @@ export function claimForSync(memory: object): void {
   }
   servedWhole.add(memory);
 }
+
+/** The users a proxy served each memory object to (from its memory function too: checked when served, not only built). */
+const proxyUsers = new WeakMap<object, Set<string>>();
+
+/** Notes that the proxy served `memory` to `user` (null: a caller without a user). */
+export function noteProxyUse(memory: object, user: string | null): void {
+  const users = proxyUsers.get(memory) ?? new Set<string>();
+  if (users.size < 2) users.add(user ?? '\u0000anonymous');
+  proxyUsers.set(memory, users);
+}
+
+/**
+ * Refuses to serve `memory` whole to `user` through a sync endpoint when a proxy in this process has kept another
+ * caller's conversations in it (the memory reached through functions on both sides, where construction cannot see it).
+ */
+export function checkSyncServes(memory: object, user: string): void {
+  const users = proxyUsers.get(memory);
+  if (users && [...users].some((u) => u !== user)) {
+    throw new PagewiseError('STORAGE_ERROR', 'sync-http', `The memory this endpoint's \`memory\` returned for this user also holds other users' conversations (a memoryProxy keeps them there); it is not served. Return one memory per user: ${PER_USER}.`);
+  }
+}

