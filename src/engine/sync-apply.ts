@@ -199,16 +199,25 @@ async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: n
       continue;
     }
     clock.aheadMs = Math.max(clock.aheadMs, t.ord - now);
+    // Stored here already (a copy of its writer), or forgotten here already: nothing to hold.
+    if ((await sync.storedHashes(t.conversationId, [t.id])).has(t.id)) continue;
+    const gone = await sync.forgotten(t.conversationId, [t.id]);
+    if (t.ord < gone.before || gone.turns.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) continue;
     if (room-- <= 0) { clock.refused++; continue; }
     hold.push(sync.holdStatement('turn', t.conversationId, t.id, t.ord, wireTurn(t), batch.from, nowIso));
     clock.held++;
   }
-  const tombstones = batch.tombstones.map((t) => {
-    if (t.ord <= bound) return t;
+  const tombstones: SyncTombstone[] = [];
+  for (const t of batch.tombstones) {
+    if (t.ord <= bound) {
+      tombstones.push(t);
+      continue;
+    }
     clock.aheadMs = Math.max(clock.aheadMs, t.ord - now);
     clock.clamped++;
-    return { ...t, ord: now };
-  });
+    // Taken as made when it first arrived: sent again (a resync, another path), it keeps that clock.
+    tombstones.push({ ...t, ord: (await sync.storedForgetOrd(t)) ?? now });
+  }
   const isoBound = new Date(bound).toISOString();
   return {
     batch: {

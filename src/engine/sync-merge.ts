@@ -49,8 +49,8 @@ export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<stri
 // ---- pins ----
 
 /**
- * Of `pins` (at most MERGE_SLICE), by index, the local state of each whose message is stored here (absent: not
- * stored; null: no state, or the message is private here — its state stays where it was written).
+ * Of `pins` (at most MERGE_SLICE), by index, the local state of each whose message is stored here and shareable
+ * (absent: not stored, or private here — its state stays where it was written; null: no state).
  */
 async function localPins(driver: StorageDriver, pins: readonly SyncPin[]): Promise<Map<number, { pinned: boolean; at: string } | null>> {
   const out = new Map<number, { pinned: boolean; at: string } | null>();
@@ -61,9 +61,11 @@ async function localPins(driver: StorageDriver, pins: readonly SyncPin[]): Promi
        LEFT JOIN pins p ON p.conversation_id = t.conversation_id AND p.turn_id = t.id
        LEFT JOIN sync_unpins u ON u.conversation_id = t.conversation_id AND u.turn_id = t.id`, [json]);
     // An unpin recorded beside a pin reads as the state (as SyncStore.pins lists them: the unpins last).
+    // A private message here is as good as not stored: its pin state never travels, either way (a copy of the
+    // database holding it too must not change it).
     for (const r of rows) {
-      out.set(first + Number(r.i), Number(r.private) === 1 ? null
-        : r.unpinned_at !== null ? { pinned: false, at: r.unpinned_at } : r.pinned_at !== null ? { pinned: true, at: r.pinned_at } : null);
+      if (Number(r.private) === 1) continue;
+      out.set(first + Number(r.i), r.unpinned_at !== null ? { pinned: false, at: r.unpinned_at } : r.pinned_at !== null ? { pinned: true, at: r.pinned_at } : null);
     }
   }
   return out;

@@ -165,6 +165,16 @@ function createSyncChecks(driver: StorageDriver) {
       return rows.length > 0;
     },
 
+    /**
+     * The clock this replica stored a forget under, when it has it already (matched by what it forgets and when it
+     * was made): a forget taken as made on arrival (its sender's clock ahead) keeps that clock when it comes again.
+     */
+    async storedForgetOrd(t: SyncTombstone): Promise<number | null> {
+      const rows = await driver.query<{ ord: number }>('SELECT MIN(origin_ord) AS ord FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ? AND content_hash = ? AND forgotten_at = ?',
+        [t.conversationId, t.id ?? '', t.contentHash ?? '', t.forgottenAt]);
+      return rows[0]?.ord === null || rows[0]?.ord === undefined ? null : Number(rows[0].ord);
+    },
+
     /** Whether this replica's tombstone at row `rowid` is that one. */
     async hasTombstoneRow(rowid: number, t: SyncTombstone): Promise<boolean> {
       const rows = await driver.query('SELECT 1 FROM sync_tombstones WHERE rowid = ? AND conversation_id = ? AND turn_id = ? AND content_hash = ? AND origin_ord = ?',
