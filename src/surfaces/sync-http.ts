@@ -7,6 +7,7 @@ import { describe, readArray, readRecord } from '../common/messages.js';
 import { withSync } from '../common/sync.js';
 import { errorStatus } from './proxy.js';
 import { checkSyncServes, claimForSync } from './shared-memories.js';
+import { depthOver } from '../common/depth.js';
 
 const MODULE = 'sync-http';
 /** Where the endpoint answers unless `path` says otherwise. */
@@ -126,18 +127,6 @@ async function readCapped(message: Request | Response, max: number, drain: numbe
 
 function badRequest(message: string, path?: string): never {
   throw new PagewiseError('INVALID_ARGUMENT', MODULE, message, path === undefined ? undefined : { path });
-}
-
-/** How deep a parsed JSON value nests, counted without recursion (stops counting past `limit`). */
-function depthOver(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (d >= limit) return true;
-    for (const child of Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, d + 1]);
-  }
-  return false;
 }
 
 /** `{ method, args }` from the body's bytes: a typed 400 for anything else. */
