@@ -39,9 +39,10 @@ export interface SyncState {
   missing?: SyncMissing[];
   /**
    * The cursors this replica keeps for `peer` under other conversation filters (the 8 last updated), for the
-   * handshake to show the peer (`seenElsewhere`): a copy is found whichever conversations it syncs.
+   * handshake to show the peer (`seenElsewhere`): a copy is found whichever conversations it syncs. When this call
+   * renewed the replica, also those it kept under its old id (`receiver`): the peer may be a copy too.
    */
-  elsewhere?: { conversations: string[] | null; cursor: SyncCursor }[];
+  elsewhere?: { conversations: string[] | null; cursor: SyncCursor; receiver?: string }[];
   /** Set when this call found the replica to be a copy and gave it a new id (`replica`): the id it had, and why. */
   renewed?: SyncRenewal;
   /** Turns received stamped too far ahead of this replica's clock, waiting for it (see SyncClock). */
@@ -68,7 +69,7 @@ export interface SyncStateOptions {
    */
   seen?: SyncCursor;
   /** What `peer` says it read of this replica under other conversation filters (its `syncState().elsewhere`). */
-  seenElsewhere?: { conversations: string[] | null; cursor: SyncCursor }[];
+  seenElsewhere?: { conversations: string[] | null; cursor: SyncCursor; receiver?: string }[];
   /**
    * Take a new id now (the peer has this one). Only in-process, the worker and a Durable Object stub honour it; the
    * sync endpoint ignores it (a caller over HTTP cannot make the edge renew).

@@ -51,7 +51,7 @@ export function readCursor(value: unknown, path: string): SyncCursor {
   return { turns: o.turns as number, tombstones: o.tombstones as number, ...(typeof receipt === 'string' && receipt !== '' ? { receipt } : {}) };
 }
 
-type Seen = { conversations: string[] | null; cursor: SyncCursor };
+type Seen = { conversations: string[] | null; cursor: SyncCursor; receiver?: string };
 
 function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen[]; renew: boolean } {
   if (value === undefined) return { seen: [], renew: false };
@@ -64,14 +64,25 @@ function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen
   for (const [i, raw] of elsewhere.entries()) {
     const e = readRecord(raw, `options.seenElsewhere[${i}]`, 'INVALID_ARGUMENT', MODULE);
     if (!e) invalid(`options.seenElsewhere[${i}]`, `must be { conversations, cursor } (got ${describe(raw)}).`);
-    seen.push({ conversations: readConversationFilter(e.conversations, `options.seenElsewhere[${i}].conversations`) ?? null, cursor: readCursor(e.cursor, `options.seenElsewhere[${i}].cursor`) });
+    seen.push({
+      conversations: readConversationFilter(e.conversations, `options.seenElsewhere[${i}].conversations`) ?? null, cursor: readCursor(e.cursor, `options.seenElsewhere[${i}].cursor`),
+      ...(e.receiver === undefined ? {} : { receiver: readReplicaId(e.receiver, `options.seenElsewhere[${i}].receiver`) }),
+    });
   }
   return { seen, renew: o.renew === true };
 }
 
+/** Every cursor this replica keeps for `peer`, with the id it was given under (this one's, before it renews). */
+async function evidenceOf(sync: SyncStore, peer: string, filter: string[] | null): Promise<Seen[]> {
+  const receiver = await sync.replica();
+  const own = await sync.cursor(peer, filter);
+  const all = [{ conversations: filter, cursor: own }, ...(await sync.otherCursors(peer, filter))];
+  return all.filter((e) => e.cursor.receipt !== undefined).map((e) => ({ ...e, receiver })).slice(0, 8);
+}
+
 /** Whether a peer's receipts name rows this history never held (it is a copy of the replica the peer read). */
 async function isCopy(sync: SyncStore, peer: string, seen: readonly Seen[]): Promise<boolean> {
-  for (const s of seen) if ((await verifyCursor(sync, s.cursor, peer, s.conversations)).kind === 'diverged') return true;
+  for (const s of seen) if ((await verifyCursor(sync, s.cursor, s.receiver ?? peer, s.conversations)).kind === 'diverged') return true;
   return false;
 }
 
@@ -135,13 +146,16 @@ export function syncReadApi(d: SyncReadDeps) {
         const o = readStateOptions(options, filter);
         // A peer's receipt naming rows this history never held: this database is a copy of the one it read.
         const diverged = id !== '' && (await isCopy(d.sync, id, o.seen));
+        // What this replica read of `peer` before it renews (its cursors go with the old id): still evidence that the
+        // peer may be a copy itself, given to it under the old id.
+        const before = diverged && !o.renew ? await evidenceOf(d.sync, id, filter) : [];
         const renewed = o.renew || diverged ? await renew(d.driver, d.sync, o.renew ? 'same-id' : 'copy') : undefined;
         const missing = await missingHere(d.attachments, filter);
         const held = (await d.sync.held(Date.now())).count;
         const elsewhere = id === '' ? [] : await d.sync.otherCursors(id, filter);
         return {
           replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter),
-          ...(elsewhere.length > 0 ? { elsewhere } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
+          ...(elsewhere.length + before.length > 0 ? { elsewhere: [...before, ...elsewhere].slice(0, 8) } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
         };
       });
     },
