@@ -93,8 +93,12 @@ export function fromBase64(text: string): Uint8Array {
 
 /** SHA-256 of bytes, hex: an attachment's id. */
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('');
+  return toHex(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>));
+}
+
+/** Bytes as lowercase hex. */
+export function toHex(bytes: ArrayBuffer | Uint8Array): string {
+  return Array.from(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 /** The bytes a validated part carries (decoded once), or null for a URL or a stored attachment's id. */

@@ -71,14 +71,19 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
   if (removed) await d.remove.purge();
 }
 
+/** Whether a forget this replica stored covers turn `t` (the conversation's before its clock, or that message before its own). */
+function forgottenHere(gone: Awaited<ReturnType<SyncStore['forgotten']>>, t: IncomingTurn): boolean {
+  return t.ord < gone.before || (gone.turns.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord) ?? false);
+}
+
 /** The turns of one conversation this replica lacks, checked against its tombstones and stored ids. */
 async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTurn[], conflicts: SyncConflict[]): Promise<IncomingTurn[]> {
   const { driver, sync } = d;
   const ids = turns.map((t) => t.id);
-  const { before, turns: gone } = await sync.forgotten(conversationId, ids);
+  const gone = await sync.forgotten(conversationId, ids);
   const stored = await sync.storedHashes(conversationId, ids);
   return turns.filter((t) => {
-    if (t.ord < before || gone.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) return false;
+    if (forgottenHere(gone, t)) return false;
     const hash = stored.get(t.id);
     if (hash === undefined) {
       if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) return true;
@@ -201,10 +206,9 @@ async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: n
     clock.aheadMs = Math.max(clock.aheadMs, t.ord - now);
     // Stored here already (a copy of its writer), or forgotten here already: nothing to hold.
     if ((await sync.storedHashes(t.conversationId, [t.id])).has(t.id)) continue;
-    const gone = await sync.forgotten(t.conversationId, [t.id]);
-    if (t.ord < gone.before || gone.turns.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord)) continue;
+    if (forgottenHere(await sync.forgotten(t.conversationId, [t.id]), t)) continue;
     if (room-- <= 0) { clock.refused++; continue; }
-    hold.push(sync.holdStatement('turn', t.conversationId, t.id, t.ord, wireTurn(t), batch.from, nowIso));
+    hold.push(sync.holdStatement(t.conversationId, t.id, t.ord, wireTurn(t), batch.from, nowIso));
     clock.held++;
   }
   const tombstones: SyncTombstone[] = [];
@@ -239,9 +243,9 @@ interface FirstSlice {
 }
 
 /**
- * A batch's first slice, in the engine's exclusive slot: tombstones, then the turns (one transaction), then checkouts
- * (see the top of this file). Pins, aliases and the cursor follow in slices of their own (applySync). A batch of
- * attachments' bytes is applied whole here (it moves no cursor): then `batch` is null.
+ * A batch's first slice, in the engine's exclusive slot: tombstones, then the turns (TURN_SLICE per transaction), then
+ * checkouts (see the top of this file). Pins, the cursor and aliases follow in slices of their own (applySync). A batch
+ * of attachments' bytes is applied whole here (it moves no cursor): then the result is `{ done }`.
  */
 async function applyFirst(d: SyncApplyDeps, read: ReadBatch): Promise<FirstSlice | { done: SyncApplied }> {
   const { driver, sync } = d;

@@ -64,7 +64,7 @@ const record = (value: unknown, path: string): Record<string, unknown> => {
   return r;
 };
 
-export function readTombstone(raw: unknown, path: string): SyncTombstone {
+function readTombstone(raw: unknown, path: string): SyncTombstone {
   const t = record(raw, path);
   const conversationId = validateConversationId(t.conversationId, `${path}.conversationId`);
   const forgottenAt = iso(t.forgottenAt, `${path}.forgottenAt`);

@@ -11,6 +11,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import type { SyncStore } from '../store/sync-store.js';
 import type { SyncCursor, SyncRenewal, SyncTombstone } from '../contracts/types-sync.js';
 import type { StorageDriver } from '../contracts/types.js';
+import { fromBase64, toBase64, toHex } from '../common/parts.js';
 
 const MODULE = 'sync';
 const VERSION = 'r1';
@@ -38,19 +39,11 @@ function keyOf(secret: string): Promise<CryptoKey> {
   return key;
 }
 
-const hex = (buffer: ArrayBuffer): string => [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, '0')).join('');
-
-function base64url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let binary = '';
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
+const base64url = (text: string): string => toBase64(new TextEncoder().encode(text)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 
 function fromBase64url(text: string): string | null {
   try {
-    const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
-    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+    return new TextDecoder('utf-8', { fatal: true }).decode(fromBase64(text.replace(/-/g, '+').replace(/_/g, '/')));
   } catch {
     return null;
   }
@@ -78,7 +71,7 @@ export async function signReceipt(secret: string, scope: ReceiptScope, cursor: S
     rows.tombstone ? [rows.tombstone.rowid, rows.tombstone.tombstone] : null,
   ]);
   const mac = await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(signed(scope, cursor, body)));
-  return `${VERSION}.${base64url(body)}.${hex(mac)}`;
+  return `${VERSION}.${base64url(body)}.${toHex(mac)}`;
 }
 
 /** The rows a receipt names, when this replica signed it for exactly this cursor; otherwise null. */
@@ -111,7 +104,7 @@ export async function verifyCursor(sync: SyncStore, cursor: SyncCursor, receiver
   return { kind: 'ok', rows };
 }
 
-const randomHex = (bytes: number): string => hex(crypto.getRandomValues(new Uint8Array(bytes)).buffer as ArrayBuffer);
+const randomHex = (bytes: number): string => toHex(crypto.getRandomValues(new Uint8Array(bytes)));
 
 /** This replica takes a new id and secret (one transaction); its own turns keep the id they were written under. */
 export async function renew(driver: StorageDriver, sync: SyncStore, reason: SyncRenewal['reason']): Promise<SyncRenewal> {

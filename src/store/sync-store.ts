@@ -8,6 +8,7 @@ import type { TurnRow } from './turn-store.js';
 import { NEXT_ORD, NEXT_ROWID, OFF_PATH_SEQ, ORIGIN, nextOrdParams } from './order.js';
 import type { Place } from './tree.js';
 import { attachmentRefStatement } from './attachment-store.js';
+import { sha256Hex } from '../common/parts.js';
 
 const ORD = 'origin_ord';
 
@@ -153,8 +154,7 @@ function createSyncChecks(driver: StorageDriver) {
       if (rows[0]) return rows[0].value;
       const basis = await driver.query<{ value: string }>(
         `SELECT (SELECT value FROM pagewise_meta WHERE key = 'replica') || COALESCE((SELECT ' ' || stored_at || ' ' || id FROM turns ORDER BY rowid LIMIT 1), '') AS value`);
-      const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`pagewise sync secret\n${basis[0]!.value}`));
-      const derived = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+      const derived = await sha256Hex(new TextEncoder().encode(`pagewise sync secret\n${basis[0]!.value}`));
       await driver.batch([{ sql: "INSERT OR IGNORE INTO pagewise_meta (key, value) VALUES ('sync:secret', ?)", params: [derived] }]);
       return (await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'sync:secret'"))[0]!.value;
     },
@@ -183,8 +183,8 @@ function createSyncChecks(driver: StorageDriver) {
     },
 
     /** Held changes whose clock this replica has reached (`bound`: its time plus the skew it allows), oldest first. */
-    async due(bound: number, limit: number): Promise<{ rowid: number; kind: 'turn' | 'tombstone'; item: string; peer: string }[]> {
-      return await driver.query(`SELECT rowid, kind, item, peer FROM sync_held WHERE ord <= ? ORDER BY ord, rowid LIMIT ?`, [bound, limit]);
+    async due(bound: number, limit: number): Promise<{ rowid: number; item: string; peer: string }[]> {
+      return await driver.query(`SELECT rowid, item, peer FROM sync_held WHERE ord <= ? ORDER BY ord, rowid LIMIT ?`, [bound, limit]);
     },
 
     /** How many changes are held, and how far ahead of `now` the furthest is (ms). */
@@ -226,10 +226,10 @@ function createSyncWrites() {
     },
 
     /** A change stamped too far ahead, kept as received until this replica's clock reaches it. */
-    holdStatement(kind: 'turn' | 'tombstone', conversationId: string, turnId: string, ord: number, item: unknown, peer: string, nowIso: string): Statement {
+    holdStatement(conversationId: string, turnId: string, ord: number, item: unknown, peer: string, nowIso: string): Statement {
       return {
-        sql: 'INSERT OR IGNORE INTO sync_held (conversation_id, kind, turn_id, ord, item, peer, held_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        params: [conversationId, kind, turnId, ord, JSON.stringify(item), peer, nowIso],
+        sql: "INSERT OR IGNORE INTO sync_held (conversation_id, kind, turn_id, ord, item, peer, held_at) VALUES (?, 'turn', ?, ?, ?, ?, ?)",
+        params: [conversationId, turnId, ord, JSON.stringify(item), peer, nowIso],
       };
     },
 
