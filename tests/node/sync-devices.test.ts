@@ -1,38 +1,18 @@
 // Sync as people's devices behave: a database file copied to a new laptop, a laptop restored from an old backup, a
 // device whose clock is a year ahead, and a token holder who forges cursors, origins and order keys. Each case is a
 // reproducer of a report where sync went quiet and lost data; here each ends with every replica holding what it should.
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { fileStorage } from '../../src/storage/node-file.js';
+import { describe, expect, it } from 'vitest';
 import type { Memory } from '../../src/index.js';
 import type { SyncBatch } from '../../src/contracts/types-sync.js';
-import { createMemory, user } from './helpers.js';
+import { user } from './helpers.js';
+import { YEAR, at, deviceHarness, forgeCursor } from './sync-harness.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'pagewise-devices-'));
-let open: Memory[] = [];
-afterEach(async () => {
-  vi.useRealTimers();
-  for (const m of open) await m.close().catch(() => undefined);
-  open = [];
-});
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-async function memory(path?: string): Promise<Memory> {
-  const m = await createMemory(path ? { storage: fileStorage(path) } : {});
-  open.push(m);
-  return m;
-}
-
-async function close(m: Memory): Promise<void> {
-  await m.close();
-  open = open.filter((x) => x !== m);
-}
+const { dir, memory, close } = deviceHarness('pagewise-devices-');
 
 const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c)).map((t) => t.id!).sort();
 const say = (m: Memory, id: string, text = `${id} says something`) => m.onTurnComplete({ conversationId: 'c', messages: [user(text, { id })] });
-const YEAR = 365 * 24 * 3600 * 1000;
 
 describe('a copied or restored database', () => {
   it('a file copied to a new laptop: the copy that syncs second finds itself, takes a new id, and everything meets', async () => {
@@ -138,10 +118,7 @@ describe('clocks', () => {
     await phone.sync(edge);
     await ahead.sync(edge);
     // The device whose clock is a year ahead forgets the conversation; the phone, offline, writes on.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(Date.now() + YEAR);
-    await ahead.forget({ conversationId: 'c' });
-    vi.useRealTimers();
+    await at(Date.now() + YEAR, () => ahead.forget({ conversationId: 'c' }));
     const push = await ahead.sync(edge);
     expect(push.clock).toMatchObject({ clamped: 1, held: 0 });
     expect(push.clock.aheadMs).toBeGreaterThan(YEAR - 3_600_000);
@@ -167,10 +144,7 @@ describe('clocks', () => {
     await say(phone, 'm1');
     await phone.sync(edge);
     await ahead.sync(edge);
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(Date.now() + YEAR);
-    await say(ahead, 'future');
-    vi.useRealTimers();
+    await at(Date.now() + YEAR, () => say(ahead, 'future'));
     expect((await ahead.sync(edge)).clock.held).toBe(1);
     await phone.forget({ conversationId: 'c' });
     await phone.sync(edge);
@@ -178,9 +152,7 @@ describe('clocks', () => {
     expect(await phone.turns('c').catch(() => [])).toEqual([]);
     expect(await edge.turns('c').catch(() => [])).toEqual([]);
     // Once the edge's clock reaches it (here: moved on a year), the held turn is applied like any other.
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(Date.now() + YEAR + 60_000);
-    await ahead.sync(edge);
+    await at(Date.now() + YEAR + 60_000, () => ahead.sync(edge));
     expect(await ids(edge)).toEqual(['future']);
     expect((await edge.syncState('')).held).toBeUndefined();
   });
@@ -193,11 +165,8 @@ describe('a token holder who forges', () => {
     await say(laptop, 'pin', 'my bank PIN is 4921');
     await say(laptop, 'm2');
     await laptop.sync(edge);
-    const laptopId = (await laptop.syncState('')).replica;
-    const edgeId = (await edge.syncState('')).replica;
     // "From the laptop": the edge has read it up to a billion.
-    const forged: SyncBatch = { format: 'pagewise-sync', version: 1, from: laptopId, to: edgeId, conversations: null, cursor: { turns: 1e9, tombstones: 1e9 }, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
-    await edge.applySync(forged);
+    await forgeCursor(edge, laptop);
     await laptop.forget({ conversationId: 'c', messageIds: ['pin'] });
     const report = await laptop.sync(edge);
     expect(report.forgotten).toBe(1);

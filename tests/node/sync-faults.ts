@@ -6,11 +6,12 @@
 // stamped so is clamped: taken as made when it arrives, at the receiver's clock (read back after the sync).
 import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, vi } from 'vitest';
+import { expect } from 'vitest';
 import { fileStorage } from '../../src/storage/node-file.js';
 import type { Memory } from '../../src/index.js';
 import type { SyncBatch, SyncPeer, SyncReport } from '../../src/contracts/types-sync.js';
 import { createMemory } from './helpers.js';
+import { at } from './sync-harness.js';
 
 /** maxClockSkewMs, the engine's default (the Durable Object's too). */
 export const SKEW_MS = 600_000;
@@ -333,17 +334,6 @@ export class Replicas {
 /** Waits for the clock to pass `ms` (by 2): what comes next in the run comes later by the clock. */
 export async function after(ms: number): Promise<void> {
   while (Date.now() <= ms + 1) await new Promise((ok) => setTimeout(ok, 1));
-}
-
-/** `fn` with Date frozen at `ms`, as on a device whose clock says so; real timers right after. */
-async function at<T>(ms: number, fn: () => Promise<T>): Promise<T> {
-  vi.useFakeTimers({ toFake: ['Date'] });
-  vi.setSystemTime(ms);
-  try {
-    return await fn();
-  } finally {
-    vi.useRealTimers();
-  }
 }
 
 /** A conversation's shareable turns and tombstones on replica r, with their keys (a sync from the start reads them). */
