@@ -254,7 +254,8 @@ function recallEntries(placement: AssemblyInput['placement'], recalled: Awaited<
       placement: placement === 'message' ? 'messages' : 'prependText',
       sourceIds: turns.sort((a, b) => a.seq - b.seq).map((t) => t.id),
       tokens: turns.reduce((n, t) => n + picked.cost(t), 0),
-      scores: { ...block.scores, neighbour },
+      // A ranked turn's own flag says whether a channel found it or it came in beside one that did.
+      scores: { ...block.scores, neighbour: neighbour || block.scores.neighbour === true },
       tags: block.tags,
       ...(turns.some((t) => view.partial.has(t)) ? { partialIds: turns.filter((t) => view.partial.has(t)).map((t) => t.id) } : {}),
       reason: neighbour ? `${block.reason}; with the turns that complete it` : block.reason,

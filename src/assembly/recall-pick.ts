@@ -36,6 +36,37 @@ export function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: To
   return Object.assign(view, { partial });
 }
 
+interface Packing {
+  cost: (t: TurnRecord) => number;
+  view: TurnView;
+  owner: ReadonlyMap<number, RecallBlock>;
+  tryAdd: (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean) => void;
+}
+
+/**
+ * Ranked turns (blocks with a `value`) by value per token, higher tag-rule priority first: each step takes the block
+ * whose probability per token is highest, counting a new excerpt's lines unless it joins one already taken — so a
+ * confident head goes whole, the tail is the cheapest turns that still count, and a neighbour costs only itself.
+ */
+function packByValue(valued: readonly RecallBlock[], p: Packing): void {
+  const priorities = [...new Set(valued.map((b) => b.priority))].sort((a, b) => b - a);
+  for (const priority of priorities) {
+    const left = valued.filter((b) => b.priority === priority);
+    const own = new Map(left.map((b) => [b, b.hits.reduce((n, t) => n + p.cost(p.view(t, true)), 0)]));
+    while (left.length > 0) {
+      let best = 0;
+      let bestDensity = -1;
+      left.forEach((b, i) => {
+        const joins = b.hits.every((t) => p.owner.has(t.seq - 1) || p.owner.has(t.seq + 1));
+        const d = b.value! / (own.get(b)! + (joins ? 0 : EXCERPT_OVERHEAD));
+        if (d > bestDensity) { best = i; bestDensity = d; }
+      });
+      const b = left.splice(best, 1)[0]!;
+      p.tryAdd(b, b.hits, true);
+    }
+  }
+}
+
 /**
  * Chooses recalled turns within `budget`: every block's hits in rank order, then the turns that complete them, then
  * their neighbours; then the same for the spare blocks. Remembers the order of additions so the exact recount can undo the last ones.
@@ -53,18 +84,25 @@ export function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: 
   const tryAdd = (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean): void => {
     const fresh = raw.filter((t) => !owner.has(t.seq)).map((t) => view(t, newRun));
     if (fresh.length === 0) return;
-    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun ? EXCERPT_OVERHEAD : 0);
+    // A turn beside one already taken joins its excerpt: no new excerpt's lines to pay for.
+    const joins = fresh.every((t) => owner.has(t.seq - 1) || owner.has(t.seq + 1));
+    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun && !joins ? EXCERPT_OVERHEAD : 0);
     if (used + c > budget) return;
     used += c;
     for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
   };
-  // The blocks wanted, then the spare ones with what budget they leave: each set hits first, then the turns that
-  // complete them, then their neighbours.
-  for (const set of [blocks.filter((b) => !b.spare), blocks.filter((b) => b.spare)]) {
+  // Blocks built by rule (pins, a broad question's sample, other branches): each set hits first, then the turns that
+  // complete them, then their neighbours. Those that outrank the ranked turns go first; the spare ones last.
+  const fill = (set: readonly RecallBlock[]) => {
     for (const b of set) tryAdd(b, b.hits, true);
     for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.pair) tryAdd(b, [t], false);
     for (const b of set) if (owner.get(b.hits[0]!.seq) === b) for (const t of b.adjacent) tryAdd(b, [t], false);
-  }
+  };
+  const rest = blocks.filter((b) => b.value === undefined);
+  fill(rest.filter((b) => !b.spare && b.priority > 0));
+  packByValue(blocks.filter((b) => b.value !== undefined), { cost, view, owner, tryAdd });
+  fill(rest.filter((b) => !b.spare && b.priority <= 0));
+  fill(rest.filter((b) => b.spare));
   return {
     turns: () => order,
     cost,

@@ -155,8 +155,35 @@ export interface MemoryOptions {
   preloadEmbedder?: boolean;
   /** Cosine similarity at which a vector hit counts. Default: the embedder's calibrated threshold (all-MiniLM-L6-v2 0.3). */
   similarityThreshold?: number;
+  /**
+   * The learned ranking of recall candidates. Default: the weights shipped with the library (trained on public
+   * long-conversation benchmarks). Retrain on your own labelled conversations with `tests/bench/train-ranking.ts`.
+   */
+  ranking?: RankingOptions;
   /** Called as the background queue embeds a conversation's turns and summaries. */
   onEmbeddingProgress?: (progress: EmbeddingProgress) => void;
   /** Called while the embedding model loads. */
   onModelProgress?: (progress: ModelProgress) => void;
+}
+
+/** A ranking model: one weight per feature, by name (features it does not name weigh 0). */
+export interface RankingWeights {
+  format: 'pagewise-ranking/1';
+  weights: Record<string, number>;
+  /** What it was trained on, in words. */
+  trainedOn?: string;
+}
+
+/** Every recall candidate of one question with its features (retraining; `features` names the columns). */
+export interface RankingCandidates {
+  conversationId: string;
+  features: readonly string[];
+  candidates: { id: string; seq: number; features: number[] }[];
+}
+
+export interface RankingOptions {
+  /** Weights to rank with instead of the shipped ones (a file `train-ranking.ts` wrote). */
+  weights?: RankingWeights;
+  /** Called with every question's candidates and their features: the data to retrain on. */
+  onCandidates?: (candidates: RankingCandidates) => void;
 }

@@ -182,16 +182,18 @@ export interface ScoreParts {
   speaker?: boolean;
   /** The block lies in the time window the question refers to (or at the position it names). */
   time?: boolean;
-  /** Cosine similarity of the block's best hit to the question (embedding search), when above the threshold. */
+  /** Cosine similarity of the turn to the question (embeddings), whatever its value. */
   vector?: number;
-  /** Reciprocal rank fusion of the ranked lists above (Σ 1/(60 + rank)). */
+  /** Not set since the learned ranking (kept for old manifests): reciprocal rank fusion of the lists above. */
   fusion?: number;
-  /** Recency factor applied to the fused score (1 = newest). */
+  /** Not set since the learned ranking (kept for old manifests): the recency factor applied to `fusion`. */
   recency?: number;
   /** Priority from the tag rules. */
   priority?: number;
-  /** 1-based rank after fusion. */
+  /** 1-based rank by the learned ranker (packing goes by probability per token, so rank 1 may be left out for budget). */
   rank?: number;
+  /** The learned ranker's probability that this turn is what the question asks about (shares of 1 over its candidates). */
+  score?: number;
   /** Whether the block was the hit itself or was brought in as its neighbour. */
   neighbour?: boolean;
 }

@@ -78,10 +78,18 @@ export function createSemantic(deps: {
     },
 
     /** Turns most similar to `vector`, above the threshold, filters applied first. Call inside an engine operation. */
-    async searchTurns(conversationId: string, vector: Float32Array, limit: number, filter?: SearchFilter): Promise<VectorHit[]> {
+    async searchTurns(conversationId: string, vector: Float32Array, limit: number, filter?: SearchFilter, minScore = threshold()): Promise<VectorHit[]> {
       const index = await turnIndexes.load(conversationId);
-      return index.search(vector, limit, threshold(), filter);
+      return index.search(vector, limit, minScore, filter);
     },
+
+    /** Cosine of each given stored turn to `vector` (turns not embedded yet are absent). Call inside an engine operation. */
+    async scoreTurns(conversationId: string, vector: Float32Array, seqs: Iterable<number>): Promise<Map<number, number>> {
+      return (await turnIndexes.load(conversationId)).scores(vector, seqs);
+    },
+
+    /** The similarity above which a turn counts as related in meaning (the embedder's, or the option). */
+    threshold,
 
     /**
      * Summaries most similar to `vector`, above the threshold, from an index in memory (a long conversation has

@@ -352,6 +352,14 @@ export function createVectorIndex(dimensions: number) {
       for (let e = 0; e < m; e++) { const i = scratch.eligible[e]!; hits.offer(i, columns.dot(query, i)); }
       return hits.result();
     },
+
+    /** The exact scores of the given refs (those stored; the others are absent), for features of known candidates. */
+    scores(query: Float32Array, refs: Iterable<number>): Map<number, number> {
+      const out = new Map<number, number>();
+      if (query.length !== columns.dims) return out;
+      for (const ref of refs) { const at = columns.position.get(ref); if (at !== undefined) out.set(ref, columns.dot(query, at)); }
+      return out;
+    },
   };
 }
 

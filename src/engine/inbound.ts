@@ -15,7 +15,8 @@ import { contentHash, describe, messageText, parseNow, readArray, validateConver
 import type { ResolvedOptions } from './options.js';
 import { sampleBroad } from '../retrieval/broad.js';
 import { type QueryAnalysis, analyzeQuery } from '../retrieval/query.js';
-import { type RecallBlock, type RecallResult, recall } from '../retrieval/retriever.js';
+import { PER_CHANNEL, type RankTrace, type RecallBlock, type RecallResult, recall } from '../retrieval/retriever.js';
+import { FEATURES, asksOf } from '../retrieval/ranking.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import { TOKENS_PER_REQUEST } from '../tokens/chat-format.js';
@@ -109,7 +110,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     compacted: state !== null,
     summaries: plan.candidates,
     summaryShare: plan.share,
-    recall: recallFor(d, { conversationId, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning, allBranches: how.allBranches }),
+    recall: recallFor(d, { conversationId, text, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning, allBranches: how.allBranches }),
   });
   if (working.compressed.size > 0) {
     for (const entry of assembled.manifest) {
@@ -228,6 +229,8 @@ async function planSummaries(d: InboundDeps, conversationId: string, compacted: 
 
 interface RecallContext {
   conversationId: string;
+  /** The question's text. */
+  text: string;
   pinned: string[];
   /** Seqs of stored turns the request sends anyway: the stored prefix (system messages), a stored copy of this round. */
   sentSeqs: number[];
@@ -252,13 +255,15 @@ function recallFor(d: InboundDeps, c: RecallContext): (exclude: ReadonlySet<numb
     for (const p of pins) excluded.add(p.unitSeq);
     if (query.intent.broad) return { blocks: [...pins, ...await sampleBroad({ turns: store, tags: tagStore, things: d.thingJudge }, conversationId, excluded, RECALL_HITS * 2)], expired: [] };
     const limit = query.intent.temporal ? RECALL_HITS * 2 : RECALL_HITS;
-    const vector = meaning.vector
-      ? (await semantic.searchTurns(conversationId, meaning.vector, limit * 3, { exclude: excluded, window: query.intent.window ?? undefined }))
-        .map((h) => ({ seq: h.ref, score: h.score }))
-      : undefined;
+    // The most similar turns whatever their similarity (the ranker weighs it), and the cosine of every other candidate.
+    const qv = meaning.vector;
+    const vector = qv ? (await semantic.searchTurns(conversationId, qv, limit * PER_CHANNEL, { exclude: excluded }, -1)).map((h) => ({ seq: h.ref, score: h.score })) : undefined;
+    const { onCandidates } = d.opts.ranking;
     const found = await recall({ turns: store, tags: tagStore }, {
       conversationId, terms: query.terms, tagWeights: query.tagWeights, speakers: query.speakers, intent: query.intent,
-      exclude: excluded, limit, rules: d.rules, nowMs: c.now, vector,
+      exclude: excluded, limit, rules: d.rules, nowMs: c.now, vector, threshold: semantic.threshold(), weights: d.opts.ranking.weights, asks: asksOf(c.text),
+      ...(qv ? { scoreVector: (seqs: readonly number[]) => semantic.scoreTurns(conversationId, qv, seqs) } : {}),
+      ...(onCandidates ? { trace: (t: RankTrace) => onCandidates({ ...t, features: [...FEATURES] }) } : {}),
     });
     const blocks = [...pins, ...found.blocks, ...(c.allBranches ? await otherBranches(d, conversationId, query) : [])];
     return { ...found, blocks: c.reasoning ? blocks.map(withReasoning) : blocks };

@@ -2,6 +2,8 @@ import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
 import { DEFAULT_MAX_ATTACHMENT_BYTES, describe, isWellFormed } from '../common/messages.js';
 import { ruleForModel } from '../tokens/media.js';
 import { encodingForModel } from '../tokens/tokenizer.js';
+import { SHIPPED_WEIGHTS, readWeights } from '../retrieval/ranking.js';
+import type { RankingCandidates } from '../contracts/types-options.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from '../contracts/types-embed.js';
 import type { EncodingName, LlmOptions, LlmProvider, MediaRule, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from '../contracts/types.js';
 
@@ -56,13 +58,15 @@ export interface ResolvedOptions {
   similarityThreshold: number | undefined;
   onEmbeddingProgress: ((progress: EmbeddingProgress) => void) | undefined;
   onModelProgress: ((progress: ModelProgress) => void) | undefined;
+  /** The ranker's weights (FEATURES order), and who sees its candidates. */
+  ranking: { weights: Float64Array; onCandidates: ((c: RankingCandidates) => void) | undefined };
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
   'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'maxClockSkewMs', 'mediaTokens', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'backgroundSliceTurns', 'minConsecutiveToolMessages',
-  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress']);
+  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress', 'ranking']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -123,6 +127,7 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     embedderImplicit: embedder === undefined,
     preloadEmbedder: options.preloadEmbedder ?? false,
     similarityThreshold,
+    ranking: readRanking(options),
     onEmbeddingProgress: options.onEmbeddingProgress,
     onModelProgress: options.onModelProgress,
     summarizer,
@@ -324,4 +329,14 @@ function readEmbedder(options: MemoryOptions) {
     if (options[name] !== undefined && typeof options[name] !== 'function') bad(name, 'must be a function.');
   }
   return { embedder, similarityThreshold };
+}
+
+function readRanking(options: MemoryOptions): ResolvedOptions['ranking'] {
+  const r = options.ranking;
+  if (r === undefined) return { weights: SHIPPED_WEIGHTS, onCandidates: undefined };
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) bad('ranking', `must be an object ({ weights?, onCandidates? }) (got ${describe(r)}).`);
+  const unknown = Object.keys(r).filter((k) => k !== 'weights' && k !== 'onCandidates');
+  if (unknown.length > 0) bad('ranking', `has no option ${JSON.stringify(unknown[0])} (known: weights, onCandidates).`);
+  if (r.onCandidates !== undefined && typeof r.onCandidates !== 'function') bad('ranking', `onCandidates must be a function (got ${describe(r.onCandidates)}).`);
+  return { weights: r.weights === undefined ? SHIPPED_WEIGHTS : readWeights(r.weights), onCandidates: r.onCandidates };
 }

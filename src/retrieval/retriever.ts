@@ -1,12 +1,11 @@
 import { type TurnRecord, type TurnStore } from '../store/turn-store.js';
 import { stemsOf } from '../text/fts-words.js';
-import { candidates } from '../tags/key-phrases.js';
 import type { TagRules } from '../tags/tag-rules.js';
 import type { TagStore } from '../tags/tag-store.js';
 import type { ScoreParts } from '../contracts/types.js';
 import { ftsMatch } from '../text/fts-words.js';
-import { type Fused, type RankedList, fuse } from './fusion.js';
 import { type QueryIntent, namesPositionOnly } from './intent.js';
+import { type Asks, DATE_WORDS, type Feature, FEATURES, SHIPPED_WEIGHTS, probabilities } from './ranking.js';
 
 /**
  * A recalled candidate: the turns that matched (`hits`), the turns that complete them (`pair`: a question's
@@ -28,6 +27,8 @@ export interface RecallBlock {
   spare?: boolean;
   /** From a branch the conversation left (off the path to its head). */
   otherBranch?: true;
+  /** The ranker's probability that this turn is what the question asks about: packed by value per token. */
+  value?: number;
 }
 
 export interface RecallQuery {
@@ -41,12 +42,28 @@ export interface RecallQuery {
   intent: QueryIntent;
   /** Seqs already in the assembled history: never recalled twice. */
   exclude: ReadonlySet<number>;
-  /** Blocks wanted; each signal overfetches 3×. */
+  /** Blocks wanted: each channel brings PER_CHANNEL× as many candidates, and RETURNED× as many blocks come back. */
   limit: number;
   rules: TagRules;
   nowMs: number;
-  /** Turns similar in meaning (embedding search, above the threshold), best first. */
+  /** Turns most similar in meaning (embedding search), best first. */
   vector?: ReadonlyArray<{ seq: number; score: number }>;
+  /** What the question asks for (a time, a count, what the assistant said). */
+  asks?: Asks;
+  /** Cosine of given turns to the question (the candidates other channels found); absent without embeddings. */
+  scoreVector?: (seqs: readonly number[]) => Promise<ReadonlyMap<number, number>>;
+  /** The similarity from which a turn is called related in meaning (the manifest's reason). */
+  threshold?: number;
+  /** The ranking weights, in FEATURES order (the shipped ones by default). */
+  weights?: Float64Array;
+  /** Sees every candidate's features (retraining the ranker on labelled conversations). */
+  trace?: (candidates: RankTrace) => void;
+}
+
+/** Every candidate of one question: its turn and its features (FEATURES order). */
+export interface RankTrace {
+  conversationId: string;
+  candidates: { id: string; seq: number; features: number[] }[];
 }
 
 export interface RecallResult {
@@ -62,275 +79,217 @@ interface Stores {
   tags: TagStore;
 }
 
-// Reciprocal rank fusion's constant for the BM25 list.
-const BM25_K = 10;
+// Candidates each channel brings, per block wanted (BM25, vectors, tags, the time asked about).
+export const PER_CHANNEL = 4;
 
-// Reciprocal rank fusion's constant for the embedding list.
-const VECTOR_K = 10;
+// Blocks returned, per block wanted: packing by value per token chooses among them.
+const RETURNED = 10;
 
-// Units expanded into blocks beyond the `limit` wanted.
-const EXTRA = 8;
-
-// Spare blocks, per block wanted: what fills a budget the first blocks leave (real chats: 16 blocks of three short
-// messages took 1,440 of ~2,200 memory tokens; REALTALK report part evidence 0.601 → 0.629, LoCoMo unchanged).
-const SPARE_PER_BLOCK = 3;
+// Reciprocal rank fusion's constant in the floor features (Cormack et al. 2009).
+const RRF_K = 60;
 
 function round(x: number): number {
   return Number(x.toPrecision(4));
 }
 
-/** The turn that completes a hit: a question brings its answer, an answer (or a tool result) the turn before it. */
-function pairOf(hit: TurnRecord, bySeq: ReadonlyMap<number, TurnRecord>): TurnRecord | undefined {
-  if (hit.role === 'user') {
-    const next = bySeq.get(hit.seq + 1);
-    return next?.role === 'assistant' ? next : undefined;
-  }
-  if (hit.role === 'assistant' || hit.role === 'tool') {
-    const prev = bySeq.get(hit.seq - 1);
-    return prev && (prev.role === 'user' || prev.role === 'assistant') ? prev : undefined;
-  }
-  return undefined;
+/** A tagged unit the question's tags matched: its span and its score. */
+interface TagUnit { from: number; to: number; score: number; tags: string[] }
+
+/** What the channels found: the seeds (candidates), and each channel's score per seq. */
+interface Channels {
+  seeds: Set<number>;
+  bm25: Map<number, number>;
+  bm25Rank: Map<number, number>;
+  tagUnits: TagUnit[];
+  /** Each seq's tagged unit (the first, best, that covers it). */
+  unitOfSeq: Map<number, TagUnit>;
+  window: Set<number>;
+  /** The turns the position the question names brought ("at the beginning", "lately"). */
+  position: Set<number>;
 }
 
-/** Unit → seq range bookkeeping shared by the signals: where each unit ends, and which of its turns were hit. */
-interface Units {
-  end: Map<number, number>;
-  hits: Map<number, Set<number>>;
-}
-
-/** Widens a unit's known end to at least `endSeq` (the farthest end any signal saw wins). */
-function extend(units: Units, unitSeq: number, endSeq: number): void {
-  units.end.set(unitSeq, Math.max(units.end.get(unitSeq) ?? endSeq, endSeq));
-}
-
-/** What every signal found: the ranked lists to fuse, and each signal's score per unit. */
-interface Signals {
-  lists: RankedList[];
-  units: Units;
-  tagScore: Map<number, { score: number; tags: string[] }>;
-  bm25Score: Map<number, number>;
-  vectorScore: Map<number, number>;
-}
-
-/** Turn-level hits (BM25, vectors) as a unit-level list: a unit ranks by its best turn. */
-async function byUnit(stores: Stores, conversationId: string, units: Units, hits: ReadonlyArray<{ seq: number; score: number }>) {
-  const unitOf = await stores.tags.unitOf(conversationId, hits.map((h) => h.seq));
-  const score = new Map<number, number>();
-  const ordered: number[] = [];
-  for (const h of hits) {
-    const u = unitOf.get(h.seq) ?? { unitSeq: h.seq, endSeq: h.seq };
-    extend(units, u.unitSeq, u.endSeq);
-    const set = units.hits.get(u.unitSeq) ?? new Set<number>();
-    set.add(h.seq);
-    units.hits.set(u.unitSeq, set);
-    if (!score.has(u.unitSeq)) { score.set(u.unitSeq, h.score); ordered.push(u.unitSeq); }
-  }
-  return { score, ordered };
-}
-
-/** The tag, BM25 and embedding lists (each overfetching to `over`), then the time list over what they found. */
-async function gatherSignals(stores: Stores, q: RecallQuery, over: number): Promise<Signals> {
-  const lists: RankedList[] = [];
-  const units: Units = { end: new Map(), hits: new Map() };
-
-  const tagRows = await stores.tags.matchUnits(q.conversationId, q.tagWeights, over);
-  const tagScore = new Map<number, { score: number; tags: string[] }>();
-  for (const r of tagRows) {
-    units.end.set(r.unitSeq, r.endSeq);
-    tagScore.set(r.unitSeq, { score: r.score, tags: r.tags });
-  }
-  lists.push({ name: 'tags', units: tagRows.map((r) => r.unitSeq) });
-
+/** BM25, vectors, tags, the time window and the position the question names: each one's candidates and scores. */
+async function channels(stores: Stores, q: RecallQuery, over: number): Promise<Channels> {
+  const seeds = new Set<number>();
+  const add = (s: number) => { if (s >= 0 && !q.exclude.has(s)) seeds.add(s); };
   const match = ftsMatch(q.terms);
   const bm25Rows = match ? await stores.turns.search(q.conversationId, match, over + q.exclude.size) : [];
-  const bm25 = bm25Rows.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
-  const { score: bm25Score, ordered: bm25Units } = await byUnit(stores, q.conversationId, units, bm25);
-  // BM25's head is sharper than the tags' (whose ties fall back to recency): measured best at k = 10 on both benches.
-  lists.push({ name: 'bm25', units: bm25Units, k: BM25_K });
-
-  const vectorScore = new Map<number, number>();
-  if (q.vector && q.vector.length > 0) {
-    const hits = q.vector.filter((h) => !q.exclude.has(h.seq)).slice(0, over);
-    const { score, ordered } = await byUnit(stores, q.conversationId, units, hits);
-    for (const [u, v] of score) vectorScore.set(u, v);
-    lists.push({ name: 'vector', units: ordered, k: VECTOR_K });
+  const bm25 = new Map<number, number>();
+  const bm25Rank = new Map<number, number>();
+  for (const h of bm25Rows) {
+    if (q.exclude.has(h.seq) || bm25.size >= over) continue;
+    bm25Rank.set(h.seq, bm25.size);
+    bm25.set(h.seq, h.score);
+    add(h.seq);
   }
-
-  const found = [...new Set([...tagRows.map((r) => r.unitSeq), ...bm25Units, ...vectorScore.keys()])];
-  const time = await timeList(stores, q, over, units, found);
-  if (time) lists.push(time);
-  return { lists, units, tagScore, bm25Score, vectorScore };
-}
-
-/** Time: the span the question names, or the position it points at, over what the other signals `found`. */
-async function timeList(stores: Stores, q: RecallQuery, over: number, units: Units, found: readonly number[]): Promise<RankedList | null> {
+  for (const h of (q.vector ?? []).slice(0, over)) add(h.seq);
+  const tagRows = await stores.tags.matchUnits(q.conversationId, q.tagWeights, over);
+  const tagUnits = tagRows.map((r) => ({ from: r.unitSeq, to: Math.min(r.endSeq, r.unitSeq + 7), score: r.score, tags: r.tags }));
+  for (const u of tagUnits.slice(0, Math.ceil(over / 4))) for (let s = u.from; s <= u.to; s++) add(s);
+  const window = new Set<number>();
   if (q.intent.window) {
-    const inWindow = new Set<number>();
-    const seqs = await stores.turns.inWindow(q.conversationId, q.intent.window.fromMs, q.intent.window.toMs, 4 * over);
-    const windowUnits = await stores.tags.unitOf(q.conversationId, seqs);
-    for (const s of seqs) {
-      const u = windowUnits.get(s) ?? { unitSeq: s, endSeq: s };
-      if (q.exclude.has(s)) continue;
-      extend(units, u.unitSeq, u.endSeq);
-      inWindow.add(u.unitSeq);
-    }
-    const topical = found.filter((u) => inWindow.has(u));
-    return { name: 'time', units: [...topical, ...[...inWindow].filter((u) => !topical.includes(u))].slice(0, over) };
+    for (const s of await stores.turns.inWindow(q.conversationId, q.intent.window.fromMs, q.intent.window.toMs, 4 * over)) window.add(s);
+    [...window].slice(0, over).forEach(add);
   }
-  if (!q.intent.position) return null;
-  // "What did we decide about the API at the start?" names a subject: the earliest (or latest) units that match it.
-  // "How did our conversation begin?" names none (no stored tag): the conversation's own first (or last) units.
   const subject = [...q.tagWeights.keys()].some((t) => !namesPositionOnly(t));
-  let ordered = subject ? [...found].sort((a, b) => a - b) : [];
-  if (ordered.length === 0) {
-    const from = q.intent.position === 'latest' ? Math.max(0, (await stores.turns.turnCount(q.conversationId)) - over) : 0;
-    const first = await stores.turns.range(q.conversationId, from, over);
-    const firstUnits = await stores.tags.unitOf(q.conversationId, first.map((t) => t.seq));
-    ordered = [...new Set(first.filter((t) => !q.exclude.has(t.seq)).map((t) => firstUnits.get(t.seq)?.unitSeq ?? t.seq))];
-    for (const t of first) units.end.set(firstUnits.get(t.seq)?.unitSeq ?? t.seq, firstUnits.get(t.seq)?.endSeq ?? t.seq);
+  const position = new Set<number>();
+  if (q.intent.position && (!subject || seeds.size === 0)) {
+    // "How did our conversation begin?" names no subject: the conversation's own first (or last) turns.
+    const count = await stores.turns.turnCount(q.conversationId);
+    const from = q.intent.position === 'latest' ? Math.max(0, count - over) : 0;
+    for (let s = from; s < from + over && s < count; s++) if (!q.exclude.has(s)) { add(s); position.add(s); }
   }
-  if (q.intent.position === 'latest') ordered.reverse();
-  return { name: 'time', units: ordered.slice(0, over) };
+  const unitOfSeq = new Map<number, TagUnit>();
+  for (const u of tagUnits) for (let s = u.from; s <= u.to; s++) if (!unitOfSeq.has(s)) unitOfSeq.set(s, u);
+  return { seeds, bm25, bm25Rank, tagUnits, unitOfSeq, window, position };
 }
 
-/** A unit's last seq as expanded: at most 7 turns past its first. */
-function unitLast(units: Units, unit: number): number {
-  return Math.min(units.end.get(unit) ?? unit, unit + 7);
-}
-
-/** What building a block needs beside the fused unit: the signals, the turns loaded and the units' own tags. */
-interface BlockContext {
+/** What features read besides the channels: the turns (candidates and their neighbours), cosines, the question. */
+interface FeatureContext {
   q: RecallQuery;
-  signals: Signals;
+  ch: Channels;
   bySeq: ReadonlyMap<number, TurnRecord>;
-  unitTags: Awaited<ReturnType<TagStore['tagsOf']>>;
-  queryTags: ReadonlySet<string>;
+  cos: ReadonlyMap<number, number>;
+  cosRank: ReadonlyMap<number, number>;
+  words: ReadonlySet<string>;
+  speakers: ReadonlySet<string>;
   lastSeq: number;
+  asks: Asks;
 }
 
-/** A fused unit expanded into its hits, pair and neighbours, scored and judged by the tag rules; null when none of its turns is left. */
-function blockOf(f: Fused, c: BlockContext): { block: RecallBlock; expired: boolean } | null {
-  const { q, signals, bySeq } = c;
-  const end = unitLast(signals.units, f.unit);
-  const unitTurns: TurnRecord[] = [];
-  for (let s = f.unit; s <= end; s++) { const t = bySeq.get(s); if (t && !q.exclude.has(s)) unitTurns.push(t); }
-  if (unitTurns.length === 0) return null;
-  const matched = signals.tagScore.get(f.unit)?.tags ?? [];
-  let hits = [...(signals.units.hits.get(f.unit) ?? [])].flatMap((s) => (bySeq.has(s) && !q.exclude.has(s) ? [bySeq.get(s)!] : []));
-  if (hits.length === 0) {
-    // A tag (or time) hit names the unit, not a turn: take the turns whose own words carry a matched tag.
-    hits = unitTurns.filter((t) => matched.some((tag) => candidates(t.text).has(tag)));
-    if (hits.length === 0) hits = [unitTurns[0]!];
+/** The candidates' feature rows (FEATURES order) and their coverage of the question's words. */
+function featureRows(candidates: readonly TurnRecord[], c: FeatureContext): Float64Array[] {
+  const { q, ch } = c;
+  const maxBm25 = Math.max(0, ...ch.bm25.values());
+  const maxTag = Math.max(0, ...ch.tagUnits.map((u) => u.score));
+  const coverage = new Map<number, number>();
+  const coverageOf = (s: number): number => {
+    let v = coverage.get(s);
+    if (v === undefined) {
+      const t = q.exclude.has(s) ? undefined : c.bySeq.get(s);
+      v = t && c.words.size > 0 ? [...stemsOf(t.text)].filter((w) => c.words.has(w)).length / c.words.size : 0;
+      coverage.set(s, v);
+    }
+    return v;
+  };
+  const bm25N = (s: number) => (maxBm25 > 0 ? (ch.bm25.get(s) ?? 0) / maxBm25 : 0);
+  const index = new Map(FEATURES.map((f, i) => [f, i]));
+  // Latest first: whether a later candidate matches at least as well, in words and in meaning. Coverage takes few
+  // values (k of the question's words), so the best later cosine is kept per value: linear in the candidates.
+  const superseded = new Set<number>();
+  const bestLater = new Map<number, number>();
+  for (const t of [...candidates].filter((x) => coverageOf(x.seq) > 0).sort((a, b) => b.seq - a.seq)) {
+    const cov = coverageOf(t.seq);
+    const cosT = c.cos.get(t.seq) ?? 0;
+    for (const [level, best] of bestLater) if (level >= cov && best >= cosT - 0.05) { superseded.add(t.seq); break; }
+    bestLater.set(cov, Math.max(bestLater.get(cov) ?? -Infinity, cosT));
   }
-  const hitSet = new Set(hits.map((t) => t.seq));
-  const pair = [...new Set(hits.map((h) => pairOf(h, bySeq)).filter((t): t is TurnRecord => !!t && !hitSet.has(t.seq) && !q.exclude.has(t.seq)))];
-  const taken = new Set([...hitSet, ...pair.map((t) => t.seq)]);
-  const adjacent = [...taken].flatMap((s) => [s - 1, s + 1]).filter((s) => !taken.has(s) && !q.exclude.has(s) && bySeq.has(s))
-    .filter((s, i, all) => all.indexOf(s) === i).map((s) => bySeq.get(s)!);
-  const own = c.unitTags.get(f.unit) ?? { tags: [], related: [] };
-  const tags = [...matched.filter((t) => c.queryTags.has(t)), ...own.tags.filter((t) => !matched.includes(t))];
-  const lastMs = Math.max(...unitTurns.map((t) => t.createdMs));
-  const verdict = q.rules.judge([...own.tags, ...own.related], lastMs, q.nowMs);
-  const recency = 0.9 + 0.1 * (f.unit / c.lastSeq);
-  const scores: ScoreParts = { fusion: round(f.score), recency: round(recency), priority: verdict.priority };
-  const ts = signals.tagScore.get(f.unit);
-  if (ts) scores.tagIdf = round(ts.score);
-  const b = signals.bm25Score.get(f.unit);
-  if (b !== undefined) scores.bm25 = round(b);
-  const v = signals.vectorScore.get(f.unit);
-  if (v !== undefined) scores.vector = round(v);
-  if (f.lists.includes('speaker')) scores.speaker = true;
-  if (f.lists.includes('time')) scores.time = true;
-  const block: RecallBlock = { unitSeq: f.unit, hits, pair, adjacent, scores, tags, priority: verdict.priority, reason: reasonFor(f.lists, matched) };
-  return { block, expired: verdict.expired };
+  return candidates.map((t) => {
+    const row = new Float64Array(FEATURES.length);
+    const set = (f: Feature, v: number) => { row[index.get(f)!] = v; };
+    const br = ch.bm25Rank.get(t.seq);
+    const vr = c.cosRank.get(t.seq);
+    const bm25Rrf = br === undefined ? 0 : RRF_K / (RRF_K + br + 1);
+    const vecRrf = vr === undefined ? 0 : RRF_K / (RRF_K + vr + 1);
+    const cos = c.cos.get(t.seq) ?? 0;
+    const unit = ch.unitOfSeq.get(t.seq);
+    const recency = t.seq / c.lastSeq;
+    set('bm25Rrf', bm25Rrf);
+    set('vecRrf', vecRrf);
+    set('bm25', bm25N(t.seq));
+    set('cos', cos);
+    set('tag', unit && maxTag > 0 ? unit.score / maxTag : 0);
+    set('nbBm25', Math.max(bm25N(t.seq - 1), bm25N(t.seq + 1)));
+    set('nbCos', Math.max(c.cos.get(t.seq - 1) ?? 0, c.cos.get(t.seq + 1) ?? 0));
+    set('nbCoverage', Math.max(coverageOf(t.seq - 1), coverageOf(t.seq + 1)));
+    set('user', t.role === 'user' ? 1 : 0);
+    set('length', Math.log1p(t.text.length) / Math.log(1000));
+    set('question', /\?\s*$/.test(t.text) ? 1 : 0);
+    set('recency', recency);
+    set('speaker', c.speakers.has(t.name?.toLowerCase() ?? '') ? 1 : 0);
+    set('inWindow', ch.window.has(t.seq) ? 1 : 0);
+    set('early', q.intent.position === 'earliest' ? 1 - recency : 0);
+    set('late', q.intent.position === 'latest' ? recency : 0);
+    set('coverage', coverageOf(t.seq));
+    set('both', bm25Rrf * vecRrf);
+    set('whenDate', c.asks.when && DATE_WORDS.test(t.text) ? 1 : 0);
+    set('howMany', c.asks.count && /\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twice|once|dozen)\b/i.test(t.text) ? 1 : 0);
+    set('assistantAsked', c.asks.assistant && t.role === 'assistant' ? 1 : 0);
+    set('superseded', superseded.has(t.seq) ? 1 : 0);
+    return row;
+  });
+}
+
+/** The turns the channels found and those either side of them, loaded, with their cosines to the question. */
+async function candidateTurns(stores: Stores, q: RecallQuery, ch: Channels) {
+  const wanted = new Set<number>();
+  for (const s of ch.seeds) for (const d of [-1, 0, 1]) if (s + d >= 0) wanted.add(s + d);
+  const bySeq = new Map<number, TurnRecord>();
+  for (const t of await stores.turns.bySeqs(q.conversationId, [...wanted].sort((a, b) => a - b))) bySeq.set(t.seq, t);
+  // Turns the request sends anyway are no candidates, and say nothing about their neighbours either.
+  const loaded = [...bySeq.keys()].filter((s) => !q.exclude.has(s));
+  const cos = new Map<number, number>(q.scoreVector ? await q.scoreVector(loaded) : []);
+  for (const h of q.vector ?? []) if (!cos.has(h.seq) && bySeq.has(h.seq) && !q.exclude.has(h.seq)) cos.set(h.seq, h.score);
+  const cosRank = new Map([...cos].filter(([s]) => !q.exclude.has(s)).sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([s], i) => [s, i]));
+  const candidates = [...bySeq.values()].filter((t) => !q.exclude.has(t.seq));
+  return { bySeq, cos, cosRank, candidates };
+}
+
+/** Why a turn was recalled, in words: the channels that found it (or the match beside it). */
+function reasonFor(row: Float64Array, tags: readonly string[], threshold: number, atPosition: boolean): string {
+  const f = (name: Feature) => row[FEATURES.indexOf(name)]!;
+  const parts: string[] = [];
+  if (f('tag') > 0 && tags.length > 0) parts.push(`tags ${tags.slice(0, 4).join(', ')}`);
+  if (f('bm25') > 0) parts.push('keywords (BM25)');
+  if (f('cos') >= threshold) parts.push('meaning (embedding)');
+  if (f('speaker') > 0) parts.push('the speaker named');
+  if (f('inWindow') > 0 || atPosition) parts.push('the time asked about');
+  if (parts.length === 0) parts.push(f('nbBm25') > 0 || f('nbCos') >= threshold ? 'the turn beside a match' : 'the ranking');
+  return `matched ${parts.join(' + ')}`;
 }
 
 /**
- * Ranks stored units by tag overlap (Σ IDF), BM25, named speakers and the time the question points at, fused by
- * reciprocal rank; expands each into its hits, pair and neighbours.
+ * Candidate turns from every channel (BM25, vectors, tags, the time and speaker the question names, the turns beside
+ * them), each described by the same features and ranked by one learned scorer; each becomes a block whose `value`
+ * is its probability, for packing by value per token.
  */
 export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResult> {
-  const over = q.limit * 3;
-  const signals = await gatherSignals(stores, q, over);
-  const { lists, units } = signals;
-
-  // The speaker signal reads the hit turns of every candidate; only the best few are then expanded into blocks.
-  const fused = fuse(lists);
-  const top = fused.slice(0, Math.max(over, q.limit));
-  const bySeq = new Map<number, TurnRecord>();
-  const load = async (seqs: Iterable<number>) => {
-    const missing = [...new Set(seqs)].filter((s) => s >= 0 && !bySeq.has(s));
-    for (const t of await stores.turns.bySeqs(q.conversationId, missing)) bySeq.set(t.seq, t);
-  };
-  const speakers = new Set(q.speakers.map((s) => s.toLowerCase()));
-  let final = fused;
-  if (speakers.size > 0) {
-    await load(top.flatMap((f) => [...(units.hits.get(f.unit) ?? [f.unit])]));
-    const bySpeaker = top.filter((f) => [...(units.hits.get(f.unit) ?? [f.unit])].some((s) => speakers.has(bySeq.get(s)?.name?.toLowerCase() ?? '')));
-    lists.push({ name: 'speaker', units: bySpeaker.map((f) => f.unit) });
-    final = fuse(lists);
-  }
-  // A few more than wanted: tag rules may still expire some. Then the spare ones, in fused order.
-  const chosen = final.slice(0, q.limit * (1 + SPARE_PER_BLOCK) + EXTRA);
-  await load(chosen.flatMap((f) => {
-    const end = unitLast(units, f.unit);
-    return Array.from({ length: end - f.unit + 3 }, (_, i) => f.unit - 1 + i);
-  }));
-  const unitTags = await stores.tags.tagsOf(q.conversationId, chosen.map((f) => f.unit));
-  const context: BlockContext = { q, signals, bySeq, unitTags, queryTags: new Set(q.tagWeights.keys()), lastSeq: Math.max(1, ...top.map((f) => f.unit)) };
-
-  const blocks: RecallBlock[] = [];
-  const spares: RecallBlock[] = [];
-  const expired: RecallBlock[] = [];
-  for (const [i, f] of chosen.entries()) {
-    const built = blockOf(f, context);
-    if (built) (built.expired ? expired : i < q.limit + EXTRA ? blocks : spares).push(built.block);
-  }
-  const ranked = covering(blocks, stemsOf(q.terms.join(' ')));
-  const spare = [...ranked.slice(q.limit), ...spares].slice(0, q.limit * SPARE_PER_BLOCK);
-  for (const b of spare) b.spare = true;
-  const all = [...ranked.slice(0, q.limit), ...spare];
-  all.forEach((b, i) => { b.scores.rank = i + 1; });
+  const over = q.limit * PER_CHANNEL;
+  const ch = await channels(stores, q, over);
   const focus = stemsOf([...q.terms, ...q.tagWeights.keys()].join(' ').replace(/-/g, ' '));
-  return { blocks: all, expired, focus };
-}
-
-// How much a block that brings question words no better-ranked block has is preferred (a question about two things
-// should recall both, not the first one twice).
-const NOVELTY = 3;
-
-/**
- * Orders blocks by tag-rule priority, then greedily by fused score × recency × (1 + NOVELTY × the share of the
- * question's words that the block's hits add to those already covered).
- */
-function covering(blocks: readonly RecallBlock[], words: ReadonlySet<string>): RecallBlock[] {
-  const base = (b: RecallBlock) => b.scores.fusion! * b.scores.recency!;
-  const left = [...blocks].sort((a, b) => b.priority - a.priority || base(b) - base(a));
-  if (words.size < 2) return left;
-  const has = new Map(left.map((b) => [b, [...stemsOf(b.hits.map((t) => t.text).join(' '))].filter((w) => words.has(w))]));
-  const covered = new Set<string>();
-  const out: RecallBlock[] = [];
-  while (left.length > 0) {
-    let best = 0;
-    let bestScore = -1;
-    for (let i = 0; i < left.length && left[i]!.priority === left[0]!.priority; i++) {
-      const fresh = has.get(left[i]!)!.filter((w) => !covered.has(w)).length;
-      const score = base(left[i]!) * (1 + NOVELTY * (fresh / words.size));
-      if (score > bestScore) { best = i; bestScore = score; }
-    }
-    const [b] = left.splice(best, 1);
-    for (const w of has.get(b!)!) covered.add(w);
-    out.push(b!);
+  if (ch.seeds.size === 0) return { blocks: [], expired: [], focus };
+  const { bySeq, cos, cosRank, candidates } = await candidateTurns(stores, q, ch);
+  const lastSeq = Math.max(1, (await stores.turns.turnCount(q.conversationId)) - 1);
+  const context: FeatureContext = { q, ch, bySeq, cos, cosRank, words: stemsOf(q.terms.join(' ')), speakers: new Set(q.speakers.map((s) => s.toLowerCase())), lastSeq, asks: q.asks ?? { when: false, count: false, assistant: false } };
+  const rows = featureRows(candidates, context);
+  q.trace?.({ conversationId: q.conversationId, candidates: candidates.map((t, i) => ({ id: t.id, seq: t.seq, features: [...rows[i]!] })) });
+  const p = probabilities(rows, q.weights ?? SHIPPED_WEIGHTS);
+  const order = candidates.map((_, i) => i).sort((a, b) => p[b]! - p[a]! || candidates[b]!.seq - candidates[a]!.seq).slice(0, q.limit * RETURNED);
+  const chosen = order.map((i) => candidates[i]!);
+  const unitOf = await stores.tags.unitOf(q.conversationId, chosen.map((t) => t.seq));
+  const unitTags = await stores.tags.tagsOf(q.conversationId, [...new Set([...unitOf.values()].map((u) => u.unitSeq))]);
+  const queryTags = new Set(q.tagWeights.keys());
+  const blocks: RecallBlock[] = [];
+  const expired: RecallBlock[] = [];
+  for (const i of order) {
+    const t = candidates[i]!;
+    const row = rows[i]!;
+    const f = (name: Feature) => row[FEATURES.indexOf(name)]!;
+    const own = unitTags.get(unitOf.get(t.seq)?.unitSeq ?? t.seq) ?? { tags: [], related: [] };
+    const unit = ch.unitOfSeq.get(t.seq);
+    const matched = unit?.tags ?? [];
+    const tags = [...matched.filter((x) => queryTags.has(x)), ...own.tags.filter((x) => !matched.includes(x))];
+    const verdict = q.rules.judge([...own.tags, ...own.related], t.createdMs, q.nowMs);
+    const scores: ScoreParts = { score: round(p[i]!), priority: verdict.priority };
+    if (unit && f('tag') > 0) scores.tagIdf = round(unit.score);
+    if (ch.bm25.has(t.seq)) scores.bm25 = round(ch.bm25.get(t.seq)!);
+    if (cos.has(t.seq)) scores.vector = round(cos.get(t.seq)!);
+    if (f('speaker') > 0) scores.speaker = true;
+    if (f('inWindow') > 0 || ch.position.has(t.seq)) scores.time = true;
+    if (!ch.seeds.has(t.seq)) scores.neighbour = true;
+    const block: RecallBlock = { unitSeq: t.seq, hits: [t], pair: [], adjacent: [], scores, tags, priority: verdict.priority, reason: reasonFor(row, matched, q.threshold ?? 0.3, ch.position.has(t.seq)), value: p[i]! };
+    (verdict.expired ? expired : blocks).push(block);
   }
-  return out;
-}
-
-function reasonFor(lists: readonly string[], matched: readonly string[]): string {
-  const parts: string[] = [];
-  if (lists.includes('tags')) parts.push(`tags ${matched.slice(0, 4).join(', ')}`);
-  if (lists.includes('bm25')) parts.push('keywords (BM25)');
-  if (lists.includes('vector')) parts.push('meaning (embedding)');
-  if (lists.includes('speaker')) parts.push('the speaker named');
-  if (lists.includes('time')) parts.push('the time asked about');
-  return `matched ${parts.join(' + ')}`;
+  blocks.forEach((b, i) => { b.scores.rank = i + 1; });
+  return { blocks, expired, focus };
 }

@@ -1,5 +1,5 @@
 import type { Memory } from '../contracts/memory.js';
-import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RemoteEmbeddingOptions, TransformersOptions } from '../contracts/types.js';
+import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RankingWeights, RemoteEmbeddingOptions, TransformersOptions } from '../contracts/types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -27,7 +27,9 @@ export interface StorageStatus {
 }
 
 /** Options that cross into the worker: plain data only (no functions, no driver objects). */
-export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer' | 'embedder' | 'onEmbeddingProgress' | 'onModelProgress'> {
+export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer' | 'embedder' | 'onEmbeddingProgress' | 'onModelProgress' | 'ranking'> {
+  /** Retrained ranking weights (plain data; candidates are not traced across the worker boundary). */
+  ranking?: { weights?: RankingWeights };
   /**
    * What to do when OPFS cannot open (a private window, an old browser, storage blocked for the site): `'none'`
    * (default) fails with `STORAGE_UNAVAILABLE`; `'memory'` runs in memory for the session instead, and says so:

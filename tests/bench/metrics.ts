@@ -35,6 +35,18 @@ export class Table {
     list.push(value);
     if (category !== 'ALL') this.add('ALL', column, value);
   }
+  /** Adds to one category only (not also to ALL). */
+  addOnly(category: string, column: string, value: number): void {
+    const row = this.rows.get(category) ?? new Map<string, number[]>();
+    this.rows.set(category, row);
+    row.set(column, [...(row.get(column) ?? []), value]);
+  }
+  sum(category: string, column: string): number {
+    return (this.rows.get(category)?.get(column) ?? []).reduce((a, b) => a + b, 0);
+  }
+  count(category: string, column: string): number {
+    return this.rows.get(category)?.get(column)?.length ?? 0;
+  }
   /** A column's mean in a category (NaN when it has none). */
   mean(category: string, column: string): number {
     return mean(this.rows.get(category)?.get(column) ?? []);

@@ -3,6 +3,7 @@
 //          --only=longrun (not in the default set: minutes per 10,000 turns) --turns=10000,50000,100000 --churn=60000
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
+//          --only=ranking (leave-one-set-out; see tests/bench/ranking.ts)  --only=release --against=PATH (hook latency vs a release)
 //          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
 //          --hint=off  --tagger=keyword|embedding  --split=tune|report|holdout (see below)  --repeat=N (spread over N runs)
 //          recall sets: locomo, realtalk, adversarial, longmemeval — each against BM25, vector and hybrid at equal tokens
@@ -10,17 +11,13 @@
 //          turns' vectors on disk between recall runs — for tuning only, never for latency figures)
 import { createMemory } from '../../src/index.js';
 import { messageText } from '../../src/common/messages.js';
-import { ftsMatch, queryTerms } from '../../src/text/fts-words.js';
 import { sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import { fileStorage } from '../../src/storage/node-file.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTurnStore } from '../../src/store/turn-store.js';
-import { messageTokens } from '../../src/tokens/chat-format.js';
 import { createTokenizer } from '../../src/tokens/tokenizer.js';
 import type { ChatMessage, MemoryOptions } from '../../src/contracts/types.js';
-import type { TurnRecord } from '../../src/store/turn-store.js';
 import { transformersEmbedder } from '../../src/embed/transformers.js';
 import { cachedEmbedder } from './cached-embedder.js';
 import { chatReplayBench } from './chat-replay.js';
@@ -28,9 +25,9 @@ import { vectorScaleBench } from './vector-scale.js';
 import { embeddingBench } from './embedding.js';
 import { longRunBench, parseLongRunArgs } from './long-run.js';
 import { type BenchConversation, loadAdversarial, loadLocomo, loadLongMemEval, loadRealtalk } from './datasets.js';
-import { createVectorStore, normalize } from '../../src/embed/vector-store.js';
 import type { Embedder } from '../../src/contracts/types.js';
-import { answerShare, evidenceShare, percentile, Table } from './metrics.js';
+import { percentile, Table } from './metrics.js';
+import { baselineCorpus, scoreAgainstBaselines } from './equal-tokens.js';
 
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const only = new Set((args.get('only') ?? 'tokenizers,locomo,realtalk,longmemeval,adversarial,synthetic,compaction,chat,embedding,vectors').split(','));
@@ -49,8 +46,6 @@ const options: MemoryOptions = {
 const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
 // The baselines' question vectors: the same model pagewise runs (its stored turn vectors are read from its database).
 const queryEmbedder: Embedder | null = embedder === false ? null : 'embed' in embedder ? embedder : transformersEmbedder({ provider: 'transformers' });
-// Reciprocal rank fusion's textbook constant for the hybrid baseline (Cormack et al. 2009).
-const HYBRID_K = 60;
 
 // --storage=file: each conversation in a database file (fileStorage, every commit synced) instead of in memory.
 const benchDir = args.get('storage') === 'file' ? mkdtempSync(join(tmpdir(), 'pagewise-bench-')) : null;
@@ -62,27 +57,6 @@ async function timed<T>(list: number[], fn: () => Promise<T>): Promise<T> {
   const out = await fn();
   list.push(performance.now() - t);
   return out;
-}
-
-/**
- * A baseline's context: turns taken in the given order while they fit `budget` tokens. A contiguous baseline stops
- * at the first turn that does not fit; a ranked one skips it and tries the next.
- */
-function fill(turns: Iterable<TurnRecord>, cost: Map<number, number>, budget: number, contiguous: boolean): { ids: Set<string>; text: string } {
-  const ids = new Set<string>();
-  const texts: string[] = [];
-  let used = 0;
-  for (const t of turns) {
-    const c = cost.get(t.seq)!;
-    if (used + c > budget) {
-      if (contiguous) break;
-      continue;
-    }
-    used += c;
-    ids.add(t.id);
-    texts.push(t.text);
-  }
-  return { ids, text: texts.join('\n') };
 }
 
 function ms(list: number[]): string {
@@ -99,21 +73,15 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
   for (const conv of conversations) {
     const driver = await openDriver(conv.id);
     const memory = await createMemory({ ...opts, storage: driver });
-    const store = createTurnStore(driver);
     for (const batch of conv.batches) {
       await timed(complete, () => memory.onTurnComplete({ conversationId: conv.id, messages: batch }));
       await memory.flush();
     }
     if (embedder && 'save' in embedder) embedder.save();
-    const turns = await store.range(conv.id, 0, 1_000_000);
-    const cost = new Map(turns.map((t) => [t.seq, messageTokens(tokenizer, t, tokenizer.count(t.text))]));
-    // The vector baseline searches pagewise's own stored vectors (int8, one per turn) exactly, with the question's.
-    const model = queryEmbedder ? (await driver.query<{ m: string }>('SELECT DISTINCT model_id AS m FROM embeddings WHERE conversation_id = ?', [conv.id]))[0]?.m : undefined;
-    const stored = model ? await createVectorStore(driver).load(conv.id, model, 'turn') : [];
+    const corpus = await baselineCorpus(driver, conv, tokenizer, queryEmbedder);
     for (const q of conv.questions) {
       const message: ChatMessage = { role: 'user', content: q.question };
       const ctx = await timed(inbound, () => memory.onMessageInbound({ conversationId: conv.id, message, ...(q.now ? { now: q.now } : {}) }));
-      const present = new Set(ctx.manifest.filter((e) => e.kind !== 'message').flatMap((e) => e.sourceIds));
       asked++;
       const wanted = new Set(q.evidence);
       for (const e of ctx.manifest) {
@@ -123,46 +91,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
         if (e.sourceIds.some((id) => wanted.has(id))) row.evidence += e.tokens;
         spent.set(kind, row);
       }
-      const text = [ctx.prependText, ...ctx.messages.slice(0, -1).map(messageText)].join('\n');
-      const budget = ctx.budget.total - ctx.budget.message - ctx.budget.overhead - ctx.budget.prefix;
-      // Baselines get exactly the tokens pagewise used for memory and history.
-      const recent = fill([...turns].reverse(), cost, budget, true);
-      const match = ftsMatch(queryTerms(q.question));
-      const hits = match ? await store.search(conv.id, match, 400) : [];
-      const bm25 = fill(hits.map((h) => turns[h.seq]!), cost, budget, false);
-      let vector: ReturnType<typeof fill> | null = null;
-      let hybrid: ReturnType<typeof fill> | null = null;
-      if (queryEmbedder && stored.length > 0) {
-        const qv = normalize(await queryEmbedder.embedQuery!(q.question));
-        const scored = stored.map((v) => {
-          let dot = 0;
-          for (let i = 0; i < qv.length; i++) dot += qv[i]! * v.vector[i]!;
-          return { seq: v.ref, score: dot * v.scale };
-        }).sort((a, b) => b.score - a.score || b.seq - a.seq);
-        vector = fill(scored.map((h) => turns[h.seq]!), cost, budget, false);
-        // Reciprocal rank fusion of the two rankings over whole turns (k = 60), ties to the newer turn.
-        const rrf = new Map<number, number>();
-        hits.forEach((h, r) => rrf.set(h.seq, (rrf.get(h.seq) ?? 0) + 1 / (HYBRID_K + r + 1)));
-        scored.forEach((h, r) => rrf.set(h.seq, (rrf.get(h.seq) ?? 0) + 1 / (HYBRID_K + r + 1)));
-        hybrid = fill([...rrf].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([seq]) => turns[seq]!), cost, budget, false);
-      }
-      // A broad question is answered by a view of every part of the conversation: the share of parts it shows.
-      const share = (ids: ReadonlySet<string>) => q.groups ? q.groups.filter((g) => g.some((id) => ids.has(id))).length / q.groups.length : evidenceShare(q.evidence, ids);
-      table.add(q.category, 'evidence', share(present));
-      table.add(q.category, 'ev recent', share(recent.ids));
-      table.add(q.category, 'ev bm25', share(bm25.ids));
-      if (vector && hybrid) {
-        table.add(q.category, 'ev vector', share(vector.ids));
-        table.add(q.category, 'ev hybrid', share(hybrid.ids));
-      }
-      if (q.answer !== null) {
-        table.add(q.category, 'answer', answerShare(q.answer, text));
-        table.add(q.category, 'ans recent', answerShare(q.answer, recent.text));
-        table.add(q.category, 'ans bm25', answerShare(q.answer, bm25.text));
-        if (hybrid) table.add(q.category, 'ans hybrid', answerShare(q.answer, hybrid.text));
-      }
-      table.add(q.category, 'tokens', ctx.budget.total);
-      table.add(q.category, 'memory', ctx.budget.memory);
+      await scoreAgainstBaselines(table, corpus, q, ctx);
     }
     await memory.close();
   }
@@ -309,3 +238,5 @@ if (only.has('vectors')) await vectorScaleBench();
 if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));
 if (only.has('branches')) await (await import('./branches.js')).branchesBench(args);
 if (only.has('sync-bulk')) await (await import('./sync-bulk.js')).syncBulkBench(args);
+if (only.has('release')) (await import('./release-compare.js')).releaseCompare(args);
+if (only.has('ranking')) await (await import('./ranking.js')).rankingBench(args, options, tokenizer, queryEmbedder);

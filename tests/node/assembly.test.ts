@@ -142,13 +142,15 @@ describe('recall', () => {
     // Cache-friendly order: the stable hint in prependText, the recalled block last, just before the new message.
     expect(ctx.prependText).toMatch(/^<context-topics>/);
     expect(ctx.messages.at(-2)).toEqual({ role: 'system', content: ctx.recallText });
-    const recall = ctx.manifest.find((e) => e.kind === 'recall')!;
+    // One manifest entry per recalled turn, each with its own score: the exchange's two turns, the best ranked first.
+    const recalled = ctx.manifest.filter((e) => e.kind === 'recall');
     const turns = await memory.turns('c', { limit: 2 });
-    expect(recall.sourceIds.slice(0, 2)).toEqual(turns.map((t) => t.id));
-    expect(recall.scores.rank).toBe(1);
-    expect(recall.scores.bm25).toBeGreaterThan(0);
-    expect(recall.scores.neighbour).toBe(true);
-    expect(recall.reason).toMatch(/complete it/);
+    expect(recalled.flatMap((e) => e.sourceIds)).toEqual(expect.arrayContaining(turns.map((t) => t.id)));
+    const first = recalled.find((e) => e.scores.rank === 1)!;
+    expect(turns.map((t) => t.id)).toContain(first.sourceIds[0]);
+    expect(first.scores.bm25).toBeGreaterThan(0);
+    expect(first.scores.score).toBeGreaterThan(0);
+    expect(first.reason).toMatch(/keywords \(BM25\)/);
     expect(ctx.dropped.some((d) => d.kind === 'history' && d.reason === 'unrelated')).toBe(true);
     expect(ctx.messages.slice(0, -2).some((m) => String(m.content).includes('materialized'))).toBe(false);
   });
@@ -227,7 +229,7 @@ describe('recall', () => {
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('what is the wifi password?'), history: [system, ...history] });
     expect(ctx.messages[0]).toEqual(system);
     expect(ctx.manifest[0]).toMatchObject({ kind: 'prefix', placement: 'messages' });
-    expect(ctx.manifest.find((e) => e.kind === 'recall')!.sourceIds.slice(0, 2)).toEqual(['m1', 'm2']);
+    expect(ctx.manifest.filter((e) => e.kind === 'recall').flatMap((e) => e.sourceIds)).toContain('m1');
     expect(ctx.manifest.find((e) => e.kind === 'recent')!.sourceIds).toEqual(['u29', 'a29']);
     expect(ctx.recallText).toContain('hunter2');
   });
