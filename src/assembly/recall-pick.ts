@@ -39,7 +39,8 @@ export function quoter(focus: ReadonlySet<string>, budget: number, tokenizer: To
 interface Packing {
   cost: (t: TurnRecord) => number;
   view: TurnView;
-  owner: ReadonlyMap<number, RecallBlock>;
+  /** Whether every one of these turns sits beside one already taken (it joins that excerpt). */
+  joins: (turns: readonly TurnRecord[]) => boolean;
   tryAdd: (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean) => void;
 }
 
@@ -57,8 +58,7 @@ function packByValue(valued: readonly RecallBlock[], p: Packing): void {
       let best = 0;
       let bestDensity = -1;
       left.forEach((b, i) => {
-        const joins = b.hits.every((t) => p.owner.has(t.seq - 1) || p.owner.has(t.seq + 1));
-        const d = b.value! / (own.get(b)! + (joins ? 0 : EXCERPT_OVERHEAD));
+        const d = b.value! / (own.get(b)! + (p.joins(b.hits) ? 0 : EXCERPT_OVERHEAD));
         if (d > bestDensity) { best = i; bestDensity = d; }
       });
       const b = left.splice(best, 1)[0]!;
@@ -81,12 +81,12 @@ export function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: 
   const owner = new Map<number, RecallBlock>();
   const order: TurnRecord[] = [];
   let used = tokenizer.count(empty) + 4;
+  // A turn beside one already taken joins its excerpt: no new excerpt's lines to pay for.
+  const joins = (turns: readonly TurnRecord[]) => turns.every((t) => owner.has(t.seq - 1) || owner.has(t.seq + 1));
   const tryAdd = (block: RecallBlock, raw: readonly TurnRecord[], newRun: boolean): void => {
     const fresh = raw.filter((t) => !owner.has(t.seq)).map((t) => view(t, newRun));
     if (fresh.length === 0) return;
-    // A turn beside one already taken joins its excerpt: no new excerpt's lines to pay for.
-    const joins = fresh.every((t) => owner.has(t.seq - 1) || owner.has(t.seq + 1));
-    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun && !joins ? EXCERPT_OVERHEAD : 0);
+    const c = fresh.reduce((n, t) => n + cost(t), 0) + (newRun && !joins(fresh) ? EXCERPT_OVERHEAD : 0);
     if (used + c > budget) return;
     used += c;
     for (const t of fresh) { owner.set(t.seq, block); order.push(t); }
@@ -100,7 +100,7 @@ export function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: 
   };
   const rest = blocks.filter((b) => b.value === undefined);
   fill(rest.filter((b) => !b.spare && b.priority > 0));
-  packByValue(blocks.filter((b) => b.value !== undefined), { cost, view, owner, tryAdd });
+  packByValue(blocks.filter((b) => b.value !== undefined), { cost, view, joins, tryAdd });
   fill(rest.filter((b) => !b.spare && b.priority <= 0));
   fill(rest.filter((b) => b.spare));
   return {

@@ -157,7 +157,7 @@ export interface MemoryOptions {
   similarityThreshold?: number;
   /**
    * The learned ranking of recall candidates. Default: the weights shipped with the library (trained on public
-   * long-conversation benchmarks). Retrain on your own labelled conversations with `tests/bench/train-ranking.ts`.
+   * long-conversation benchmarks). Retrain on your own labelled conversations with `tests/bench/retrain.ts`.
    */
   ranking?: RankingOptions;
   /** Called as the background queue embeds a conversation's turns and summaries. */
@@ -182,7 +182,7 @@ export interface RankingCandidates {
 }
 
 export interface RankingOptions {
-  /** Weights to rank with instead of the shipped ones (a file `train-ranking.ts` wrote). */
+  /** Weights to rank with instead of the shipped ones (a file `tests/bench/retrain.ts` wrote). */
   weights?: RankingWeights;
   /** Called with every question's candidates and their features: the data to retrain on. */
   onCandidates?: (candidates: RankingCandidates) => void;

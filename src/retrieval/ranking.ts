@@ -48,6 +48,9 @@ export const DATE_WORDS = /\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|june?|jul
 
 export type Feature = (typeof FEATURES)[number];
 
+/** Each feature's column in a row. */
+export const COLUMN: ReadonlyMap<Feature, number> = new Map(FEATURES.map((f, i) => [f, i]));
+
 const MODULE = 'ranking';
 
 /** Checks a weights object (a retrained file, say) and returns it as a dense vector in FEATURES order. */
@@ -62,8 +65,8 @@ export function readWeights(value: unknown, path = 'ranking.weights'): Float64Ar
   if (typeof w !== 'object' || w === null || Array.isArray(w)) return bad('has no weights object.');
   const out = new Float64Array(FEATURES.length);
   for (const [name, x] of Object.entries(w)) {
-    const i = FEATURES.indexOf(name as Feature);
-    if (i < 0) return bad(`names a feature this version does not compute: ${JSON.stringify(name)} (known: ${FEATURES.join(', ')}).`);
+    const i = COLUMN.get(name as Feature);
+    if (i === undefined) return bad(`names a feature this version does not compute: ${JSON.stringify(name)} (known: ${FEATURES.join(', ')}).`);
     if (typeof x !== 'number' || !Number.isFinite(x) || Math.abs(x) > 1e6) return bad(`gives ${name} a weight that is not a finite number within ±1e6.`);
     out[i] = x;
   }

@@ -5,7 +5,7 @@ import type { TagStore } from '../tags/tag-store.js';
 import type { ScoreParts } from '../contracts/types.js';
 import { ftsMatch } from '../text/fts-words.js';
 import { type QueryIntent, namesPositionOnly } from './intent.js';
-import { type Asks, DATE_WORDS, type Feature, FEATURES, SHIPPED_WEIGHTS, probabilities } from './ranking.js';
+import { type Asks, COLUMN, DATE_WORDS, type Feature, FEATURES, SHIPPED_WEIGHTS, probabilities } from './ranking.js';
 
 /**
  * A recalled candidate: the turns that matched (`hits`), the turns that complete them (`pair`: a question's
@@ -50,7 +50,7 @@ export interface RecallQuery {
   vector?: ReadonlyArray<{ seq: number; score: number }>;
   /** What the question asks for (a time, a count, what the assistant said). */
   asks?: Asks;
-  /** Cosine of given turns to the question (the candidates other channels found); absent without embeddings. */
+  /** Cosine of given turns to the question (every loaded candidate); absent without embeddings. */
   scoreVector?: (seqs: readonly number[]) => Promise<ReadonlyMap<number, number>>;
   /** The similarity from which a turn is called related in meaning (the manifest's reason). */
   threshold?: number;
@@ -109,7 +109,7 @@ interface Channels {
 }
 
 /** BM25, vectors, tags, the time window and the position the question names: each one's candidates and scores. */
-async function channels(stores: Stores, q: RecallQuery, over: number): Promise<Channels> {
+async function channels(stores: Stores, q: RecallQuery, over: number, count: number): Promise<Channels> {
   const seeds = new Set<number>();
   const add = (s: number) => { if (s >= 0 && !q.exclude.has(s)) seeds.add(s); };
   const match = ftsMatch(q.terms);
@@ -135,7 +135,6 @@ async function channels(stores: Stores, q: RecallQuery, over: number): Promise<C
   const position = new Set<number>();
   if (q.intent.position && (!subject || seeds.size === 0)) {
     // "How did our conversation begin?" names no subject: the conversation's own first (or last) turns.
-    const count = await stores.turns.turnCount(q.conversationId);
     const from = q.intent.position === 'latest' ? Math.max(0, count - over) : 0;
     for (let s = from; s < from + over && s < count; s++) if (!q.exclude.has(s)) { add(s); position.add(s); }
   }
@@ -173,7 +172,6 @@ function featureRows(candidates: readonly TurnRecord[], c: FeatureContext): Floa
     return v;
   };
   const bm25N = (s: number) => (maxBm25 > 0 ? (ch.bm25.get(s) ?? 0) / maxBm25 : 0);
-  const index = new Map(FEATURES.map((f, i) => [f, i]));
   // Latest first: whether a later candidate matches at least as well, in words and in meaning. Coverage takes few
   // values (k of the question's words), so the best later cosine is kept per value: linear in the candidates.
   const superseded = new Set<number>();
@@ -186,7 +184,7 @@ function featureRows(candidates: readonly TurnRecord[], c: FeatureContext): Floa
   }
   return candidates.map((t) => {
     const row = new Float64Array(FEATURES.length);
-    const set = (f: Feature, v: number) => { row[index.get(f)!] = v; };
+    const set = (f: Feature, v: number) => { row[COLUMN.get(f)!] = v; };
     const br = ch.bm25Rank.get(t.seq);
     const vr = c.cosRank.get(t.seq);
     const bm25Rrf = br === undefined ? 0 : RRF_K / (RRF_K + br + 1);
@@ -229,15 +227,14 @@ async function candidateTurns(stores: Stores, q: RecallQuery, ch: Channels) {
   // Turns the request sends anyway are no candidates, and say nothing about their neighbours either.
   const loaded = [...bySeq.keys()].filter((s) => !q.exclude.has(s));
   const cos = new Map<number, number>(q.scoreVector ? await q.scoreVector(loaded) : []);
-  for (const h of q.vector ?? []) if (!cos.has(h.seq) && bySeq.has(h.seq) && !q.exclude.has(h.seq)) cos.set(h.seq, h.score);
-  const cosRank = new Map([...cos].filter(([s]) => !q.exclude.has(s)).sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([s], i) => [s, i]));
+  const cosRank = new Map([...cos].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([s], i) => [s, i]));
   const candidates = [...bySeq.values()].filter((t) => !q.exclude.has(t.seq));
   return { bySeq, cos, cosRank, candidates };
 }
 
 /** Why a turn was recalled, in words: the channels that found it (or the match beside it). */
 function reasonFor(row: Float64Array, tags: readonly string[], threshold: number, atPosition: boolean): string {
-  const f = (name: Feature) => row[FEATURES.indexOf(name)]!;
+  const f = (name: Feature) => row[COLUMN.get(name)!]!;
   const parts: string[] = [];
   if (f('tag') > 0 && tags.length > 0) parts.push(`tags ${tags.slice(0, 4).join(', ')}`);
   if (f('bm25') > 0) parts.push('keywords (BM25)');
@@ -255,11 +252,12 @@ function reasonFor(row: Float64Array, tags: readonly string[], threshold: number
  */
 export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResult> {
   const over = q.limit * PER_CHANNEL;
-  const ch = await channels(stores, q, over);
+  const count = await stores.turns.turnCount(q.conversationId);
+  const ch = await channels(stores, q, over, count);
   const focus = stemsOf([...q.terms, ...q.tagWeights.keys()].join(' ').replace(/-/g, ' '));
   if (ch.seeds.size === 0) return { blocks: [], expired: [], focus };
   const { bySeq, cos, cosRank, candidates } = await candidateTurns(stores, q, ch);
-  const lastSeq = Math.max(1, (await stores.turns.turnCount(q.conversationId)) - 1);
+  const lastSeq = Math.max(1, count - 1);
   const context: FeatureContext = { q, ch, bySeq, cos, cosRank, words: stemsOf(q.terms.join(' ')), speakers: new Set(q.speakers.map((s) => s.toLowerCase())), lastSeq, asks: q.asks ?? { when: false, count: false, assistant: false } };
   const rows = featureRows(candidates, context);
   q.trace?.({ conversationId: q.conversationId, candidates: candidates.map((t, i) => ({ id: t.id, seq: t.seq, features: [...rows[i]!] })) });
@@ -274,7 +272,7 @@ export async function recall(stores: Stores, q: RecallQuery): Promise<RecallResu
   for (const i of order) {
     const t = candidates[i]!;
     const row = rows[i]!;
-    const f = (name: Feature) => row[FEATURES.indexOf(name)]!;
+    const f = (name: Feature) => row[COLUMN.get(name)!]!;
     const own = unitTags.get(unitOf.get(t.seq)?.unitSeq ?? t.seq) ?? { tags: [], related: [] };
     const unit = ch.unitOfSeq.get(t.seq);
     const matched = unit?.tags ?? [];
