@@ -1,5 +1,5 @@
 // The house's shape, measured with the project's own TypeScript parser: import cycles among the source files, files
-// directly in src/, functions over a length, files over a length. Used by tests/node/architecture.test.ts and, to
+// directly in src/, functions over a length, files over a length. Used by tests/node/system/architecture.test.ts and, to
 // print the figures, `npx tsx tests/architecture.ts`.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

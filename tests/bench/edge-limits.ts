@@ -2,7 +2,7 @@
 //
 // pagewise against the Workers platform's limits, in real workerd (Miniflare 4): 128 MB of memory per isolate and
 // 30 s of CPU per request (the default; configurable up to 5 min). For each size, a fresh workerd with ONE
-// PagewiseMemory object (tests/edge/long-worker.ts) holding that many turns, in two deployments:
+// PagewiseMemory object (tests/support/edge/long-worker.ts) holding that many turns, in two deployments:
 //   plain    default options (128,000-token window), no embedder: tags + BM25
 //   vectors  default options, the Workers AI embedder (a local double of the binding, 384-wide vectors as
 //            bge-small-en-v1.5's): the in-memory vector index too
@@ -77,7 +77,7 @@ const extra = source.turns.slice(source.turns.length - 200);
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-edge-limits-'));
 const script = join(dir, 'worker.mjs');
 writeFileSync(script, (await build({
-  entryPoints: [resolve(import.meta.dirname, '../edge/long-worker.ts')], bundle: true, format: 'esm', platform: 'neutral', target: 'es2022', write: false,
+  entryPoints: [resolve(import.meta.dirname, '../support/edge/long-worker.ts')], bundle: true, format: 'esm', platform: 'neutral', target: 'es2022', write: false,
   external: ['cloudflare:workers'], mainFields: ['module', 'main'], conditions: ['worker', 'workerd', 'import'],
 })).outputFiles[0]!.text);
 

@@ -33,7 +33,7 @@ try {
   const edge = await bundle('../../src/edge.ts', true);
   console.log(`pagewise/edge bundle (esbuild, minified): ${(edge.length / 1024).toFixed(0)} KiB, ${(gzipSync(edge).length / 1024).toFixed(0)} KiB gzip`);
   const script = join(dir, 'worker.mjs');
-  writeFileSync(script, await bundle('../edge/test-worker.ts', false));
+  writeFileSync(script, await bundle('../support/edge/test-worker.ts', false));
   const options = {
     modulesRoot: dir, modules: [{ type: 'ESModule' as const, path: script, contents: readFileSync(script, 'utf8') }], compatibilityDate: '2025-09-01',
     durableObjects: { TEST: { className: 'TestObject', useSQLite: true }, MEMORY: { className: 'Memory', useSQLite: true }, USER_MEMORY: { className: 'UserMemory', useSQLite: true } },

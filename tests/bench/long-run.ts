@@ -15,7 +15,7 @@ import { writeFileSync } from 'node:fs';
 import { createSqliteDriver, sqliteWasm } from '../../src/storage/sqlite-wasm.js';
 import type { ChatMessage, CompactionReport, StorageDriver } from '../../src/contracts/types.js';
 import { mean, percentile } from './metrics.js';
-import { rng } from '../node/rng.js';
+import { rng } from '../support/rng.js';
 
 const CONVERSATION = 'long-run';
 const WINDOW = 1000;

@@ -110,7 +110,7 @@ async function recallBench(name: string, conversations: BenchConversation[], opt
 }
 
 async function tokenizerBench(): Promise<void> {
-  console.log('\nTokenizers (o200k_base; same counts, checked by tests/node/tokenizer.test.ts)');
+  console.log('\nTokenizers (o200k_base; same counts, checked by tests/node/tokens/tokenizer.test.ts)');
   const conversation = loadLocomo()[0]!.batches.flat().map(messageText).join('\n');
   for (const impl of ['gpt-tokenizer', 'js-tiktoken'] as const) {
     let t = performance.now();

@@ -3,7 +3,7 @@
 // /v1/pagewise/sync, bearer tokens from CLIENT_TOKENS ("token:user,…"), as a deployment would serve it. POST
 // /call/:object/:method (body: the arguments) reaches an object's Memory API directly, for the bench's checks only.
 import { PagewiseMemory, bearerAuth, memoryStub, syncEndpoint, type MemoryNamespaceLike, type PagewiseMemoryOptions } from '../../src/edge.js';
-import { json } from '../edge/json.js';
+import { json } from '../support/edge/json.js';
 
 interface Env {
   USER_MEMORY: MemoryNamespaceLike;

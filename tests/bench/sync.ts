@@ -173,7 +173,7 @@ console.log(header.join('\n'));
 let mf: Miniflare | undefined;
 const notes: string[] = [];
 try {
-  // The Worker, bundled as one ES module (as tests/node/edge-worker.ts does for the test Worker).
+  // The Worker, bundled as one ES module (as tests/support/edge-worker.ts does for the test Worker).
   let t = performance.now();
   const out = await build({
     entryPoints: [resolve(import.meta.dirname, 'sync-worker.ts')], bundle: true, format: 'esm', platform: 'neutral', target: 'es2022', write: false,

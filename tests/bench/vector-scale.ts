@@ -19,7 +19,7 @@ import { runInNewContext } from 'node:vm';
 import { quantize, MAX_CHARS, type StoredVector } from '../../src/embed/vector-store.js';
 import { createVectorIndex, type SearchFilter, type VectorHit } from '../../src/embed/vector-index.js';
 import { messageText } from '../../src/common/messages.js';
-import { rng } from '../node/rng.js';
+import { rng } from '../support/rng.js';
 import { loadLocomo, loadLongMemEval } from './datasets.js';
 import { mean, percentile } from './metrics.js';
 

@@ -1,4 +1,4 @@
-import { storageDriverCases } from '../conformance/storage-driver.js';
+import { storageDriverCases } from '../support/conformance/storage-driver.js';
 import { expect, harness, openHarness, test } from './fixtures.js';
 
 test('StorageDriver conformance suite passes on OPFS inside a real Worker', async ({ page, external: _ }) => {

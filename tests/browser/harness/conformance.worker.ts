@@ -1,6 +1,6 @@
 // Runs the StorageDriver conformance suite against sqlite-wasm on OPFS (opfs-sahpool) in a real dedicated worker.
 import { sqliteWasm } from '../../../src/storage/sqlite-wasm.js';
-import { storageDriverCases } from '../../conformance/storage-driver.js';
+import { storageDriverCases } from '../../support/conformance/storage-driver.js';
 
 self.onmessage = async () => {
   const results: { name: string; ok: boolean; error?: string }[] = [];
