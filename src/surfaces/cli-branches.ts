@@ -3,6 +3,7 @@
 import type { Memory } from '../contracts/memory.js';
 import type { BranchList } from '../contracts/types-branches.js';
 import { inline } from '../common/as-data.js';
+import { count } from './cli-text.js';
 
 export interface BranchCommandContext {
   json: boolean;
@@ -29,9 +30,9 @@ export function describeBranches(list: BranchList): string {
     ['', 'START', 'FORKS AFTER', 'TIP', 'TURNS', 'ON PATH', 'FIRST', 'LAST'],
     ...list.branches.map((b) => [b.current ? '*' : '', id(b.start), id(b.forkAfter), id(b.tip), String(b.turns), String(b.onPath), b.firstAt, b.lastAt]),
   ];
-  const forks = list.forks.map((f) => `  after ${id(f.after)}: ${f.starts.map(id).join(' | ')} (${f.starts.length} alternatives)`);
+  const forks = list.forks.map((f) => `  after ${id(f.after)}: ${f.starts.map(id).join(' | ')} (${count(f.starts.length, 'alternative')})`);
   return [
-    `conversation ${inline(list.conversationId)}: ${list.branches.length} branch${list.branches.length === 1 ? '' : 'es'}, head ${list.head === null ? '(none)' : inline(list.head)}`,
+    `conversation ${inline(list.conversationId)}: ${count(list.branches.length, 'branch', 'branches')}, head ${list.head === null ? '(none)' : inline(list.head)}`,
     ...table(rows),
     forks.length > 0 ? 'forks:' : 'forks: none (no message was edited or regenerated)',
     ...forks,

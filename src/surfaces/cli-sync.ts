@@ -4,8 +4,9 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Memory } from '../contracts/memory.js';
 import { PagewiseError } from '../contracts/errors.js';
-import type { SyncPeer, SyncReport } from '../contracts/types-sync.js';
+import type { SyncPeer, SyncProgress, SyncReport } from '../contracts/types-sync.js';
 import { remoteMemory } from './sync-http.js';
+import { count, progress } from './cli-text.js';
 
 export interface SyncCommandContext {
   json: boolean;
@@ -37,9 +38,9 @@ const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
 
 /** What moved, in words. */
 function describeSync(r: SyncReport): string {
-  const moved = [`pulled ${r.pulled}`, `pushed ${r.pushed}`, ...(r.forgotten ? [`removed ${r.forgotten} forgotten`] : []), ...(r.pins ? [`${r.pins} pins`] : []), ...(r.aliases ? [`${r.aliases} aliases`] : [])];
+  const moved = [`pulled ${count(r.pulled, 'turn')}`, `pushed ${count(r.pushed, 'turn')}`, ...(r.forgotten ? [`removed ${r.forgotten} forgotten`] : []), ...(r.pins ? [count(r.pins, 'pin')] : []), ...(r.aliases ? [count(r.aliases, 'alias', 'aliases')] : [])];
   const conflicts = r.conflicts.length ? `; ${r.conflicts.length} not stored (${r.conflicts.map((c) => `${c.conversationId}/${c.id}: ${c.reason}`).slice(0, 3).join(', ')})` : '';
-  return `${moved.join(', ')} turns (${r.conversations.length} conversations); ${r.batches} batches, ${kb(r.bytes)} in ${(r.ms / 1000).toFixed(1)} s${conflicts}`;
+  return `${moved.join(', ')} (${count(r.conversations.length, 'conversation')}); ${count(r.batches, 'batch', 'batches')}, ${kb(r.bytes)} in ${(r.ms / 1000).toFixed(1)} s${conflicts}`;
 }
 
 export async function syncCommand(memory: Memory, target: string, c: SyncCommandContext): Promise<number> {
@@ -49,13 +50,26 @@ export async function syncCommand(memory: Memory, target: string, c: SyncCommand
     throw new PagewiseError('UNAUTHENTICATED', 'cli', `sync with ${target} needs a token: --token TOKEN, or PAGEWISE_SYNC_TOKEN (the edge's PAGEWISE_CLIENT_TOKENS lists them).`);
   }
   const other: SyncPeer & { close?: () => Promise<void> } = remote ? remoteMemory(target, { token: token! }) : await c.openFile(target);
+  // Progress on stderr: a live line on a terminal; in a log, one line per direction (pull, then push) when it is done.
+  const shown = progress(process.stderr, 'sync');
+  let direction: SyncProgress['direction'] | undefined;
+  let last: string | undefined;
   try {
     const report = await memory.sync(other, {
       ...(c.given ? { conversations: [c.given] } : {}),
-      onProgress: (p) => process.stderr.write(`sync: ${p.direction} ${p.turns} turns, ${p.batches} batches, ${kb(p.bytes)}\n`),
+      onProgress: (p) => {
+        if (direction !== undefined && p.direction !== direction) shown.end(last);
+        direction = p.direction;
+        last = `${p.direction} ${count(p.turns, 'turn')}, ${count(p.batches, 'batch', 'batches')}, ${kb(p.bytes)}`;
+        shown.update(last);
+      },
     });
+    shown.end(last);
     process.stdout.write(`${c.json ? JSON.stringify(report, null, 2) : describeSync(report)}\n`);
     return 0;
+  } catch (e) {
+    shown.end();
+    throw e;
   } finally {
     await other.close?.();
   }

@@ -14,37 +14,8 @@ import type { MemoryOptions } from '../contracts/types.js';
 import type { McpHttpOptions } from './mcp-http.js';
 import { databaseFile, syncCommand } from './cli-sync.js';
 import { branchCommands } from './cli-branches.js';
-
-const USAGE = `pagewise <command> [options]
-
-Commands (a database file: --db, default ./pagewise.sqlite3):
-  status                       conversations with their turns, tags and summaries
-  tags                         the tags of --conversation, most used first
-  branches ID                  the branches of conversation ID (edits and regenerations fork it): a table, * current
-  checkout ID MESSAGE_ID       make the branch through MESSAGE_ID current (what recall reads); nothing is deleted
-  recall TAG                   the turns of --conversation that carry TAG
-  retrieve -m TEXT             what memory would page in for TEXT (JSON: manifest, budget, dropped)
-  transform -m TEXT            the assembled context for TEXT (the messages to send)
-  compact                      compact --conversation now
-  aliases list|suggest|add ALIAS TAG
-  cost-report                  LLM usage per conversation and purpose
-  config validate FILE         check a JSON file of options
-  import FILE                  LoCoMo, LongMemEval, OpenAI-style JSONL chat logs, or pagewise's export
-  export [-o FILE]             every stored original (--conversation: one) in pagewise's portable format
-  forget [--message ID]… [--tag TAG]   forget --conversation, or some of its messages
-  replay FILE                  import a benchmark file, ask its questions, print the evidence found
-  sync URL|FILE                with a sync endpoint (--token, or PAGEWISE_SYNC_TOKEN) or another database file
-  mcp [--http PORT]            an MCP server on the database: stdio, or Streamable HTTP at http://HOST:PORT/mcp
-                               --host ADDR (default 127.0.0.1) · --token TOKEN, or PAGEWISE_MCP_TOKEN (better: a flag
-                               shows in the process list): every request must send Authorization: Bearer TOKEN;
-                               required unless HOST is loopback (127.0.0.0/8, ::1, localhost) · Host and Origin must
-                               name localhost or HOST (DNS rebinding), else 403: --allow-host NAME, --allow-origin
-                               ORIGIN (repeatable) accept more
-
-Options: --db PATH · --conversation/-c ID · --json · --config FILE (engine options as JSON) ·
-         --embedder default|off · --window N (contextWindow) · --create: a database file (--db, sync's FILE) that
-         does not exist is made; without it only import, replay and mcp make one, the others refuse
-Exit codes: 0 done · 1 pagewise refused or failed (the error's code is printed) · 2 bad command line`;
+import { commandHelp, USAGE } from './cli-help.js';
+import { count, progress } from './cli-text.js';
 
 class UsageError extends Error {}
 
@@ -115,7 +86,15 @@ async function main(argv: string[]): Promise<number> {
   }
   const { values: v, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (v.help || !command) {
+  // `pagewise COMMAND --help` and `pagewise help COMMAND`: that command's own help; nothing is opened.
+  const helpOf = command === 'help' ? rest[0] : v.help ? command : undefined;
+  if (helpOf !== undefined) {
+    const help = commandHelp(helpOf);
+    if (help === undefined) throw new UsageError(`unknown command "${helpOf}"`);
+    process.stdout.write(`${help}\n`);
+    return 0;
+  }
+  if (v.help || !command || command === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return command || v.help ? 0 : 2;
   }
@@ -244,19 +223,19 @@ const COMMANDS = new Map<string, Command>([
   ['transform', assembled],
   ['compact', async (memory, c) => {
     const report = await memory.compact(c.conversation());
-    out(c.json, report, () => (report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact'));
+    out(c.json, report, () => (report ? `compacted ${count(report.turnsCompacted, 'turn')} into ${count(report.summariesMade, 'summary', 'summaries')}; ${count(report.tokensFreed, 'token')} freed` : 'nothing to compact'));
     return 0;
   }],
   ['aliases', aliases],
   ['cost-report', async (memory, c) => {
     const report = await memory.costReport(c.given);
-    out(c.json, report, () => [...report.lines.map((l) => `${l.conversationId ?? '-'}\t${l.purpose}\t${l.calls} calls\t${l.inputTokens} in\t${l.outputTokens} out`), `total: ${report.total.calls} calls`].join('\n'));
+    out(c.json, report, () => [...report.lines.map((l) => `${l.conversationId ?? '-'}\t${l.purpose}\t${count(l.calls, 'call')}\t${l.inputTokens} in\t${l.outputTokens} out`), `total: ${count(report.total.calls, 'call')}`].join('\n'));
     return 0;
   }],
   ['export', exportCommand],
   ['forget', async (memory, c) => {
     const report = await memory.forget({ conversationId: c.conversation(), ...(c.messages ? { messageIds: c.messages } : {}), ...(c.tag ? { tag: c.tag } : {}) });
-    out(c.json, report, () => `forgot ${report.messageIds.length} messages${report.conversationRemoved ? ' (the conversation is gone)' : ''}; ${report.summaries} summaries to rebuild`);
+    out(c.json, report, () => `forgot ${count(report.messageIds.length, 'message')}${report.conversationRemoved ? ' (the conversation is gone)' : ''}; ${count(report.summaries, 'summary', 'summaries')} to rebuild`);
     return 0;
   }],
   ['import', importFile],
@@ -271,7 +250,7 @@ async function status(memory: Memory, c: Context): Promise<number> {
     rows.push({ ...conv, tags: (await memory.tags(conv.id)).length, summaries: (await memory.summaries(conv.id)).length });
   }
   out(c.json, { conversations: rows }, () => rows.length === 0 ? 'no conversations stored'
-    : rows.map((r) => `${r.id}\t${r.turns} turns\t${r.tags} tags\t${r.summaries} summaries\tupdated ${r.updatedAt}`).join('\n'));
+    : rows.map((r) => `${r.id}\t${count(r.turns, 'turn')}\t${count(r.tags, 'tag')}\t${count(r.summaries, 'summary', 'summaries')}\tupdated ${r.updatedAt}`).join('\n'));
   return 0;
 }
 
@@ -312,7 +291,7 @@ async function exportCommand(memory: Memory, c: Context): Promise<number> {
   const textOut = JSON.stringify(data);
   if (c.output) {
     writeFileSync(c.output, textOut);
-    out(c.json, { file: c.output, conversations: data.conversations.length }, () => `${data.conversations.length} conversations → ${c.output}`);
+    out(c.json, { file: c.output, conversations: data.conversations.length }, () => `${count(data.conversations.length, 'conversation')} → ${c.output}`);
   } else {
     process.stdout.write(`${textOut}\n`);
   }
@@ -326,25 +305,31 @@ async function importFile(memory: Memory, c: Context, rest: string[], command: s
   if (c.input.kind === 'pagewise') {
     if (command === 'replay') throw new PagewiseError('INVALID_ARGUMENT', 'cli', `${rest[0]} is pagewise's export, which holds no questions: replay a LoCoMo or LongMemEval file (pagewise import restores an export).`);
     const report = await memory.import(c.input.data);
-    out(json, report, () => `${report.turns} messages stored in ${report.conversations.length} conversations (${report.skipped} already there)`);
+    out(json, report, () => `${count(report.turns, 'message')} stored in ${count(report.conversations.length, 'conversation')} (${report.skipped} already there)`);
     return 0;
   }
   let conversations = c.input.conversations;
   if (c.given) conversations = conversations.filter((x) => x.id === c.given);
   const total = conversations.reduce((n, x) => n + x.batches.length, 0);
+  // Progress on stderr (stdout stays the result): a live line on a terminal, a first and a last line in a log.
+  const shown = progress(process.stderr, command, `${count(total, 'batch', 'batches')} of messages in ${count(conversations.length, 'conversation')} to store`);
   let done = 0;
   let stored = 0;
-  for (const conv of conversations) {
-    for (const batch of conv.batches) {
-      stored += (await memory.onTurnComplete({ conversationId: conv.id, messages: batch })).stored;
-      done++;
-      // Progress on stderr (stdout stays the result), a line every 5%.
-      if (process.stderr.isTTY ? done % 10 === 0 : done % Math.max(1, Math.floor(total / 20)) === 0) process.stderr.write(`${command}: ${done}/${total} batches\n`);
+  let finished = false;
+  try {
+    for (const conv of conversations) {
+      for (const batch of conv.batches) {
+        stored += (await memory.onTurnComplete({ conversationId: conv.id, messages: batch })).stored;
+        shown.update(`${++done}/${total} batches`);
+      }
     }
+    await memory.flush();
+    finished = true;
+  } finally {
+    shown.end(finished ? `${done}/${total} batches, ${count(stored, 'message')} stored` : undefined);
   }
-  await memory.flush();
   if (command === 'import') {
-    out(json, { conversations: conversations.map((x) => x.id), stored }, () => `${stored} messages stored in ${conversations.length} conversations`);
+    out(json, { conversations: conversations.map((x) => x.id), stored }, () => `${count(stored, 'message')} stored in ${count(conversations.length, 'conversation')}`);
     return 0;
   }
   return replay(memory, conversations, json);
@@ -364,7 +349,7 @@ async function replay(memory: Memory, conversations: ImportedConversation[], jso
   const share = scored.reduce((n, r) => n + r.found.length / r.evidence.length, 0) / Math.max(1, scored.length);
   out(json, { questions: results.length, evidenceShare: Number(share.toFixed(3)), results }, () => [
     ...results.map((r) => `${r.evidence.length === 0 ? '-' : `${r.found.length}/${r.evidence.length}`}\t${r.conversationId}\t${r.question}`),
-    `evidence found: ${share.toFixed(3)} over ${scored.length} questions with evidence`,
+    `evidence found: ${share.toFixed(3)} over ${count(scored.length, 'question')} with evidence`,
   ].join('\n'));
   return 0;
 }

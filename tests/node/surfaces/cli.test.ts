@@ -1,18 +1,15 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { cli, cliIn } from '../../support/cli.js';
 
-// The CLI as a user runs it: a separate Node process, on a database file, reading stdout and the exit code.
+// The CLI as a user runs it (tests/support/cli.ts): a separate Node process, on a database file, reading stdout and the
+// exit code.
 const dir = mkdtempSync(join(tmpdir(), 'pagewise-cli-'));
 const db = join(dir, 'memory.sqlite3');
 // A short chat written for the tests in LoCoMo's format (tests never read ../shared: a clone stands alone).
 const LOCOMO = resolve(import.meta.dirname, '../../fixtures/locomo/priya-tom.json');
-const cli = (...args: string[]) => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../../../src/surfaces/cli.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
-  return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) as Record<string, unknown> };
-};
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('npx pagewise (the CLI)', () => {
@@ -90,9 +87,9 @@ describe('npx pagewise (the CLI)', () => {
     const first = cli('sync', b, '--db', a, '--embedder', 'off', '--create', '--json');
     expect(first.code, first.err).toBe(0);
     expect(first.json()).toMatchObject({ pushed: 61, pulled: 0, conversations: ['priya-tom'] });
-    expect(first.err).toMatch(/sync: push 61 turns, 1 batches/);
+    expect(first.err).toMatch(/sync: push 61 turns, 1 batch,/);
     const again = cli('sync', a, '--db', b, '--embedder', 'off');
-    expect(again.out).toMatch(/^pulled 0, pushed 0 turns \(0 conversations\)/);
+    expect(again.out).toMatch(/^pulled 0 turns, pushed 0 turns \(0 conversations\); 2 batches,/);
     const ids = (path: string) => {
       const file = join(dir, `${basename(path)}.json`);
       expect(cli('export', '--db', path, '-o', file).code).toBe(0);
@@ -147,9 +144,9 @@ describe('npx pagewise (the CLI)', () => {
     // The default --db (./pagewise.sqlite3) too, run where there is none.
     const cwd = mkdtempSync(join(tmpdir(), 'pagewise-cli-cwd-'));
     try {
-      const r = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), resolve(import.meta.dirname, '../../../src/surfaces/cli.ts'), 'status', '--json'], { cwd, encoding: 'utf8', timeout: 120_000 });
-      expect(r.status, r.stderr).toBe(1);
-      expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('pagewise.sqlite3') } });
+      const r = cliIn(cwd, 'status', '--json');
+      expect(r.code, r.err).toBe(1);
+      expect(r.json()).toMatchObject({ error: { code: 'NOT_FOUND', message: expect.stringContaining('pagewise.sqlite3') } });
       expect(existsSync(join(cwd, 'pagewise.sqlite3'))).toBe(false);
     } finally {
       rmSync(cwd, { recursive: true, force: true });
