@@ -1,4 +1,8 @@
-// pagewise/ai-sdk: memory as Vercel AI SDK middleware (wrapLanguageModel). Types only from `ai` (an optional peer).
+/**
+ * pagewise/ai-sdk: memory as Vercel AI SDK middleware (wrapLanguageModel). Types only from `ai` (an optional peer).
+ *
+ * @module pagewise/ai-sdk
+ */
 import type { LanguageModelV4CallOptions, LanguageModelV4Middleware, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import type { Memory } from './engine/engine.js';
 import { PagewiseError } from './contracts/errors.js';

@@ -1,3 +1,9 @@
+/**
+ * pagewise/client: the memory in a Web Worker, on SQLite in OPFS, from the page: `connect()` gives the same API as
+ * `createMemory()`.
+ *
+ * @module pagewise/client
+ */
 import { type Remote, proxy, releaseProxy, wrap } from 'comlink';
 import { installErrorTransfer } from './surfaces/comlink-errors.js';
 import type { Memory } from './engine/engine.js';

@@ -1,5 +1,9 @@
-// pagewise/edge: the engine in Cloudflare Workers and Durable Objects. One Durable Object per conversation (or per
-// user) keeps that memory on its own SQLite, next to its compute; no shared database.
+/**
+ * pagewise/edge: the engine in Cloudflare Workers and Durable Objects. One Durable Object per conversation (or per
+ * user) keeps that memory on its own SQLite, next to its compute; no shared database.
+ *
+ * @module pagewise/edge
+ */
 import { DurableObject, RpcTarget } from 'cloudflare:workers';
 import { type Memory, createMemory } from './engine/engine.js';
 import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from './contracts/errors.js';
@@ -150,6 +154,8 @@ function checkImportSize(args: readonly unknown[], max: number): void {
  * export class Memory extends PagewiseMemory {
  *   options(env: Env) { return { contextWindow: 128_000, embedder: workersAiEmbedder(env.AI) }; }
  * }
+ *
+ * @hideconstructor
  */
 export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
   #memory: Promise<Memory> | undefined;
@@ -241,7 +247,11 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
     this.ctx.waitUntil(this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS));
   }
 
-  /** Runs one Memory method (what the generated RPC methods call). */
+  /**
+   * Runs one Memory method (what the generated RPC methods call).
+   *
+   * @internal
+   */
   async call(path: MethodPath, args: unknown[]): Promise<unknown> {
     try {
       const options = this.options(this.env);

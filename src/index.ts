@@ -1,6 +1,8 @@
 /**
  * pagewise: a memory that never forgets for LLM chat apps. The core is runtime-agnostic: it runs in Node, in a
  * browser worker (see `pagewise/client`) and at the edge.
+ *
+ * @module pagewise
  */
 export { createMemory, type Memory } from './engine/engine.js';
 export type { AliasApi, AliasSuggestion } from './tags/tag-canonicalizer.js';

@@ -1,3 +1,9 @@
+/**
+ * pagewise/vite: a Vite plugin that serves and emits what the default embedder loads in the browser (the model and
+ * the ONNX runtime's WASM) from your own origin, and the headers for cross-origin isolation.
+ *
+ * @module pagewise/vite
+ */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';

@@ -1,3 +1,8 @@
+/**
+ * pagewise/worker: `serveMemory()`, for a worker module of your own that `connect()` from `pagewise/client` talks to.
+ *
+ * @module pagewise/worker
+ */
 import { expose, wrap } from 'comlink';
 import { installErrorTransfer } from '../src/surfaces/comlink-errors.js';
 import { type Memory, createMemory } from '../src/engine/engine.js';

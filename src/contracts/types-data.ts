@@ -26,7 +26,11 @@ export interface ForgetReport {
   conversationRemoved: boolean;
 }
 
-/** A stored attachment's bytes, as `memory.attachment()` gives them and an export carries them. */
+/**
+ * A stored attachment's bytes, as `memory.attachment()` gives them and an export carries them.
+ *
+ * @inline
+ */
 export interface Attachment {
   /** Its id: the SHA-256 of its bytes, hex (a part's `attachment`). */
   id: string;

@@ -42,7 +42,10 @@ export interface MemoryOptions {
   contextWindow?: number;
   /** Tokens kept free for the reply. Default `min(4096, contextWindow / 4)`. */
   reserveTokens?: number;
-  /** Tokens of recalled excerpts at most. Default `min(4096, available / 4)`; broad and temporal questions may use more. */
+  /**
+   * Tokens of recalled excerpts at most. Default `min(4096, max(available / 4, targetTokens / 2))`, and then also what
+   * `targetTokens` leaves unspent; set, it is a hard cap. Broad and temporal questions may use more.
+   */
   memoryTokens?: number;
   /**
    * The model, to pick its encoding: gpt-4o, gpt-4.1, gpt-5, o1/o3/o4 → o200k_base; gpt-4, gpt-3.5 → cl100k_base;
