@@ -101,7 +101,7 @@ async function renderConversations(): Promise<void> {
 async function renderTopics(): Promise<void> {
   if (!memory) return;
   const topics = await memory.topics(conversationId, { limit: 24 });
-  $('topics').replaceChildren(...topics.map((t) => el('li', { textContent: `${t.tag} · ${t.units} exchanges · last at #${t.lastSeq ?? '?'}` })));
+  $('topics').replaceChildren(...topics.map((t) => el('li', { textContent: `${t.tag} · ${t.units} exchange${t.units === 1 ? '' : 's'} · last at #${t.lastSeq ?? '?'}` })));
 }
 
 async function renderSummaries(): Promise<void> {
@@ -223,9 +223,13 @@ $<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   if (!text && images.length === 0) { error.textContent = 'Type a message or attach an image first.'; return; }
   error.textContent = '';
   $<HTMLButtonElement>('send').disabled = true;
+  // Where the message is (sending, sent, failed): what a script or a test waits on, not a guess at how long it takes.
+  document.body.dataset.send = 'sending';
   // The text and the images stay in the composer until they are stored: a refused or failed message is never lost.
-  send(text, images).then(() => { if (input.value.trim() === text) input.value = ''; remove(images); }, (err: unknown) => showError(refusal(err, text, images), error))
-    .finally(() => { $<HTMLButtonElement>('send').disabled = false; });
+  send(text, images).then(() => { if (input.value.trim() === text) input.value = ''; remove(images); document.body.dataset.send = 'sent'; }, (err: unknown) => {
+    showError(refusal(err, text, images), error);
+    document.body.dataset.send = 'failed';
+  }).finally(() => { $<HTMLButtonElement>('send').disabled = false; });
 });
 
 // The first-visit example: ten messages sent as if typed, then a question about the second one.

@@ -1,22 +1,34 @@
 import type { AssembledContext } from '../src/contracts/types.js';
+import { ftsStem, queryTerms, stemsOf } from '../src/text/fts-words.js';
 
-// With no LLM configured the demo still answers: it reports what the memory gave it and quotes the best recalled
-// line, so what paging-in does is visible. These replies are shown, never stored as memory.
+// The recalled lines an offline answer quotes at most (those sharing the most words with the question).
+const QUOTED = 3;
+
+const same = (a: string, b: string): boolean => a.trim().toLowerCase().replace(/\s+/g, ' ') === b.trim().toLowerCase().replace(/\s+/g, ' ');
+
+// With no LLM configured the demo still answers: it reports what the memory gave it and quotes the recalled lines
+// that share the most words with the question, so what paging-in does is visible. These replies are shown, never
+// stored as memory.
 export function offlineReply(ctx: AssembledContext, question: string): string {
   const recalled = ctx.manifest.filter((e) => e.kind === 'recall');
   // Recalled turns are the lines `[time] speaker: text` or `speaker: text` inside the excerpts.
   const lines = ctx.recallText.split('\n').filter((l) => /^(\[[^\]]+\] )?[^<\s][^:\n]{0,60}: /.test(l));
-  const words = new Set(question.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
-  let best = '';
-  let bestScore = 0;
-  const asked = question.trim().toLowerCase();
-  for (const line of lines) {
-    // A line that is a question (the user's own, asked before) answers nothing.
-    const said = line.replace(/^(\[[^\]]+\] )?[^:]{0,60}: /, '').trim();
-    if (said.endsWith('?') || said.toLowerCase() === asked) continue;
-    const score = (line.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []).filter((w) => words.has(w)).length;
-    if (score > bestScore) { best = line; bestScore = score; }
-  }
+  // The question's content words as the full-text index reads them: `moves` answers `move`; `and`, `where` count for
+  // nothing.
+  const words = [...new Set(queryTerms(question).map((w) => ftsStem(w) ?? w))];
+  // Every recalled line may be quoted, a question too ("what did I say about my dog?" wants the line that asked for
+  // tips about him); only an earlier copy of the question being asked is left out: it answers nothing.
+  const quoted = lines
+    .map((stamped, at) => ({ line: stamped.replace(/^\[[^\]]*\]\s*/, ''), at }))
+    .filter((l) => !same(l.line.replace(/^[^:]{0,60}: /, ''), question))
+    // The speaker counts ("what did Melanie say?"); the time does not.
+    .map((l) => { const stems = stemsOf(l.line); return { ...l, score: words.filter((w) => stems.has(w)).length }; })
+    .filter((l) => l.score > 0)
+    .sort((a, b) => b.score - a.score || a.at - b.at)
+    .slice(0, QUOTED)
+    // In the order they were said.
+    .sort((a, b) => a.at - b.at)
+    .map((l) => `From memory: ${l.line}`);
   const head = `${ctx.messages.length - 1} earlier messages are in context and ${recalled.length} excerpt${recalled.length === 1 ? ' was' : 's were'} recalled; ${ctx.budget.total} of ${ctx.budget.available} tokens used.`;
-  return best ? `${head}\nFrom memory: ${best.replace(/^\[[^\]]*\]\s*/, '')}` : head;
+  return [head, ...quoted].join('\n');
 }

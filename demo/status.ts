@@ -33,16 +33,35 @@ export function showStorage(storage: StorageStatus): void {
 const modelEl = $('model');
 const modelBar = $<HTMLProgressElement>('model-progress');
 
-/** The embedding model's load (23 MB the first time, then from the HTTP cache): progress, then ready. */
+// Each file fetched, with the share of the bytes requested so far when its first bytes came (two may interleave).
+const started = new Map<string, number>();
+
+/**
+ * The embedding model's load — tokenizer and config files, the weights (23 MB the first time, then from the HTTP
+ * cache), the ONNX runtime, then starting it — shown part by part, then ready. An event's share counts the bytes of
+ * the files requested so far, which the next file lowers: every small file read 1 (100%) before the weights were even
+ * asked for, and the last one's 1 comes before the runtime has started. So what is shown is the file under way and
+ * how much of it has arrived (the share gained since its first bytes, over what was left), never a 100% of the load:
+ * a file complete reads "fetched", and "ready" is said only once the model has answered.
+ */
 export function showModel(p: ModelProgress): void {
-  modelBar.value = p.progress ?? 0;
   if (p.status === 'ready') {
+    started.clear();
     modelEl.textContent = `embedding model: ready (all-MiniLM-L6-v2 on ${p.device ?? 'wasm'}, in its own worker)`;
+    modelBar.value = 1;
     modelBar.hidden = true;
     document.body.dataset.model = 'ready';
-  } else {
-    modelEl.textContent = `embedding model: loading ${Math.round((p.progress ?? 0) * 100)}%${p.file ? ` (${p.file})` : ''}`;
-    modelBar.hidden = false;
-    document.body.dataset.model = 'loading';
+    return;
   }
+  const share = p.progress ?? 0;
+  const file = p.file?.split('/').pop();
+  if (file && !started.has(file)) started.set(file, share);
+  const from = file ? started.get(file)! : 0;
+  const part = share >= 1 || from >= 1 ? 1 : Math.max(0, (share - from) / (1 - from));
+  // A file complete: what comes next (another file, or the runtime starting) is not known, so the bar has no value.
+  if (part < 1) modelBar.value = part;
+  else modelBar.removeAttribute('value');
+  modelEl.textContent = `embedding model: loading${!file ? '…' : part < 1 ? ` · ${file} ${Math.floor(part * 100)}%` : ` · ${file} fetched…`}`;
+  modelBar.hidden = false;
+  document.body.dataset.model = 'loading';
 }

@@ -39,7 +39,9 @@ export interface Memory {
    * The conversation's topics as a person (or the `<context-topics>` hint) names them: tags on more than one exchange
    * that name things — people, places, objects, activities — not the wording around them (`noted`, `appreciate`),
    * and not its background (a tag on most exchanges); most used first, at most `limit` (an integer from 1 to 200,
-   * default 24). Retrieval still uses every tag (`tags()`).
+   * default 24). In a conversation of up to 16 exchanges, while there is room, things said once follow — each
+   * exchange's first before any exchange's second — so ten messages about ten things name all ten. Retrieval still
+   * uses every tag (`tags()`).
    */
   topics(conversationId: string, options?: { limit?: number }): Promise<TagStat[]>;
   /** Manual and detected tag aliases. */

@@ -138,13 +138,17 @@ function progressFetch(base, onProgress) {
   /** @type {Map<string, { loaded: number, total: number }>} */
   const files = new Map();
   let reported = -1;
+  let reportedFile = '';
   const report = (/** @type {string} */ file) => {
     let loaded = 0;
     let total = 0;
     for (const f of files.values()) { loaded += f.loaded; total += f.total; }
     const progress = total > 0 ? loaded / total : 0;
-    if (progress - reported < 0.01 && progress < 1) return;
+    // Every 1% either way, and a file's first bytes: a file requested after smaller ones lowers the share (its size
+    // joins the total), and its download must be heard, not wait until it passes the share reached before it.
+    if (file === reportedFile && Math.abs(progress - reported) < 0.01 && progress < 1) return;
     reported = progress;
+    reportedFile = file;
     onProgress({ status: 'loading', progress, file });
   };
   return async (input, init) => {

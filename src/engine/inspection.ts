@@ -10,11 +10,17 @@ import type { Memory } from '../contracts/memory.js';
 import { describe, validateConversationId } from '../common/messages.js';
 import { mainTopics } from '../retrieval/broad.js';
 import { publicTurn } from '../store/turn-store.js';
+import type { TagStat } from '../tags/tag-store.js';
 
 const MODULE = 'engine';
 const DEFAULT_TOPICS = 24;
 // Each topic asked for reads up to four tags' sentences with compromise (a first call), so the list is bounded.
 const MAX_TOPICS = 200;
+/**
+ * Up to this many exchanges a thing said once is one of the conversation's topics (ten messages about ten things are
+ * about all ten: a trip to Japan, a Postgres migration, a dog); past it, only what came back is (mainTopics).
+ */
+const SHORT_CONVERSATION = 16;
 
 export type InspectionDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 'thingJudge'> & Pick<EngineQueue, 'serial' | 'on'> & {
   semantic: Semantic;
@@ -56,7 +62,7 @@ export function inspectionApi(d: InspectionDeps): InspectionMethods {
         if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_TOPICS) {
           throw new PagewiseError('INVALID_ARGUMENT', MODULE, `options.limit must be an integer from 1 to ${MAX_TOPICS} (got ${describe(limit)}); leave it out for ${DEFAULT_TOPICS}.`, { path: 'options.limit' });
         }
-        return mainTopics({ tags: tagStore, things: d.thingJudge }, conversationId, limit);
+        return topicsOf(d, conversationId, limit);
       });
     },
 
@@ -83,4 +89,24 @@ export function inspectionApi(d: InspectionDeps): InspectionMethods {
       });
     },
   };
+}
+
+/**
+ * The topics of mainTopics (things on more than one exchange, most used first), then — in a short conversation, while
+ * there is room — the things said once: each exchange's first, then each one's second, …, in the order they were
+ * said, so every exchange is named before one is named twice.
+ */
+async function topicsOf(d: Pick<InspectionDeps, 'tagStore' | 'thingJudge'>, conversationId: string, limit: number): Promise<TagStat[]> {
+  const main = await mainTopics({ tags: d.tagStore, things: d.thingJudge }, conversationId, limit);
+  if (main.length >= limit || (await d.tagStore.unitCount(conversationId)) > SHORT_CONVERSATION) return main;
+  const once = (await d.tagStore.vocabulary(conversationId)).filter((t) => t.units === 1);
+  const verdicts = await d.thingJudge.judge(conversationId, once);
+  const byExchange = new Map<number, TagStat[]>();
+  for (const [i, t] of once.entries()) if (verdicts[i]) byExchange.set(t.firstSeq, [...(byExchange.get(t.firstSeq) ?? []), t]);
+  const exchanges = [...byExchange].sort(([a], [b]) => a - b).map(([, tags]) => tags);
+  const picked: TagStat[] = [];
+  for (let round = 0; picked.length < limit - main.length && exchanges.some((tags) => round < tags.length); round++) {
+    for (const tags of exchanges) if (round < tags.length && picked.length < limit - main.length) picked.push(tags[round]!);
+  }
+  return [...main, ...picked];
 }
