@@ -35,7 +35,6 @@ const SKETCH = '<svg xmlns="http://www.w3.org/2000/svg" width="30" height="20"><
 const file = (name: string, bytes: Uint8Array | string, mimeType = 'image/png') => ({ name, mimeType, buffer: Buffer.from(bytes) });
 
 test('images in the demo: attached and pasted, shown in the chat and the inspector, kept across a reload, sent to the model as image_url; a refused file keeps the composer', async ({ page, external: _ }, testInfo) => {
-  test.setTimeout(240_000);
   // The model endpoint: a local server speaking OpenAI's streaming protocol, recording each request's body.
   const asked: string[] = [];
   const llm = createServer((req, res) => {
@@ -55,7 +54,7 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
   await page.context().route((url) => url.href.startsWith(llmBase), (route) => route.continue());
   await page.setViewportSize({ width: 1400, height: 900 });
   const shot = (name: string) => page.screenshot({ path: testInfo.outputPath(`${name}.png`), fullPage: true });
-  const ready = () => expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 60_000 });
+  const ready = () => expect(page.locator('body[data-ready="true"]')).toBeAttached();
   const stored = page.locator('#turns li:not(.live)');
   const pending = page.locator('#pending li');
   const sendError = page.locator('#send-error');
@@ -84,13 +83,13 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     // Sent offline: stored with its image; the chat shows the turn's text (with its reference line) and the image.
     await page.fill('#input', 'This is my cat Miso on the sofa.');
     await page.click('#send');
-    await expect(stored).toHaveCount(1, { timeout: 30_000 });
+    await expect(stored).toHaveCount(1);
     await expect(page.locator('#turns li.live')).toContainText('not stored');
     await expect(stored.first()).toContainText('This is my cat Miso on the sofa.');
     await expect(stored.first()).toContainText('[image "cat.png" (image/png, 9 KB)]');
     const catInChat = stored.first().locator('img.thumb');
     await expect(catInChat).toHaveAttribute('alt', 'cat.png');
-    await expect(catInChat).toHaveJSProperty('naturalWidth', 64, { timeout: 30_000 });
+    await expect(catInChat).toHaveJSProperty('naturalWidth', 64);
     await expect(pending).toHaveCount(0);
     await expect(page.locator('#input')).toHaveValue('');
     // The inspector: the message's text, the attachment as one line (64×48 px: one OpenAI tile, 85 + 170) and its
@@ -118,9 +117,9 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     await expect(pending.locator('img')).toHaveJSProperty('naturalWidth', 40);
     await expect(page.locator('#input')).toHaveValue('');
     await page.click('#send');
-    await expect(stored).toHaveCount(2, { timeout: 30_000 });
+    await expect(stored).toHaveCount(2);
     await expect(stored.nth(1)).toContainText('[image "garden.png" (image/png,');
-    await expect(stored.nth(1).locator('img.thumb')).toHaveJSProperty('naturalWidth', 40, { timeout: 30_000 });
+    await expect(stored.nth(1).locator('img.thumb')).toHaveJSProperty('naturalWidth', 40);
     await expect(pending).toHaveCount(0);
 
     // After a reload (OPFS): both images are still shown, read back from the memory; the kept inspection of the first
@@ -128,11 +127,11 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     await page.reload();
     await ready();
     await expect(stored).toHaveCount(2);
-    await expect(stored.first().locator('img.thumb')).toHaveJSProperty('naturalWidth', 64, { timeout: 30_000 });
-    await expect(stored.nth(1).locator('img.thumb')).toHaveJSProperty('naturalWidth', 40, { timeout: 30_000 });
+    await expect(stored.first().locator('img.thumb')).toHaveJSProperty('naturalWidth', 64);
+    await expect(stored.nth(1).locator('img.thumb')).toHaveJSProperty('naturalWidth', 40);
     await stored.first().locator('button.inspect').click();
     await expect(sent.locator('.attachment-line')).toHaveText(['[image cat.png, image/png, 9 KB, 255 tokens]']);
-    await expect(sent.locator('img.thumb')).toHaveJSProperty('naturalWidth', 64, { timeout: 30_000 });
+    await expect(sent.locator('img.thumb')).toHaveJSProperty('naturalWidth', 64);
     const inspections = await kept(page, 'pagewise-demo-inspect:demo');
     expect(inspections).toContain('cat.png');
     expect(inspections).toContain('garden.png');
@@ -146,7 +145,7 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     await expect(pending).toHaveCount(1);
     await page.click('#send');
     const tooLarge = sendError.locator('span[data-code="ATTACHMENT_TOO_LARGE"]');
-    await expect(tooLarge).toContainText('"lease-scan.png" is 21.0 MB: too large to send (one attachment may be at most 20.0 MB).', { timeout: 30_000 });
+    await expect(tooLarge).toContainText('"lease-scan.png" is 21.0 MB: too large to send (one attachment may be at most 20.0 MB).');
     await expect(tooLarge).toContainText('Your text and images are kept.');
     await expect(sendError).not.toContainText('[pagewise]');
     await expect(sendError).not.toContainText('content[');
@@ -162,7 +161,7 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     await pending.getByRole('button', { name: 'Remove lease-scan.png' }).click();
     await page.setInputFiles('#attach', file('blank.png', new Uint8Array(0)));
     await page.click('#send');
-    await expect(sendError.locator('span[data-code="INVALID_CONTENT"]')).toContainText('"blank.png" is empty', { timeout: 30_000 });
+    await expect(sendError.locator('span[data-code="INVALID_CONTENT"]')).toContainText('"blank.png" is empty');
     await expect(page.locator('#input')).toHaveValue('Here is the scan of the lease.');
     await expect(pending.locator('img')).toHaveAttribute('alt', 'blank.png');
     await expect(stored).toHaveCount(2);
@@ -174,11 +173,11 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     await page.fill('#input', 'A sketch of the shelf.');
     await page.setInputFiles('#attach', file('shelf.svg', SKETCH, 'image/svg+xml'));
     await page.click('#send');
-    await expect(stored).toHaveCount(3, { timeout: 30_000 });
+    await expect(stored).toHaveCount(3);
     await expect(sendError).toHaveText('');
     await expect(page.locator('#legend .estimated')).toContainText(/of which [1-9][\d,]* estimated/);
     await expect(sent.locator('.attachment-line').last()).toHaveText(/^\[image shelf\.svg, image\/svg\+xml, \d+ B, ~[\d,]+ tokens \(estimate\)\]$/);
-    await expect(stored.nth(2).locator('img.thumb')).toHaveJSProperty('naturalWidth', 30, { timeout: 30_000 });
+    await expect(stored.nth(2).locator('img.thumb')).toHaveJSProperty('naturalWidth', 30);
 
     // An OpenAI-compatible endpoint (set in the settings form): the image reaches it as an image_url part whose
     // data: URL holds the very bytes; the reply is streamed and stored.
@@ -194,9 +193,9 @@ test('images in the demo: attached and pasted, shown in the chat and the inspect
     await page.fill('#input', 'The view from our balcony.');
     await page.setInputFiles('#attach', file('view.png', VIEW));
     await page.click('#send');
-    await expect(stored).toHaveCount(5, { timeout: 30_000 });
+    await expect(stored).toHaveCount(5);
     await expect(stored.last()).toContainText('What a view over the river.');
-    await expect(stored.nth(3).locator('img.thumb')).toHaveJSProperty('naturalWidth', 50, { timeout: 30_000 });
+    await expect(stored.nth(3).locator('img.thumb')).toHaveJSProperty('naturalWidth', 50);
     expect(asked).toHaveLength(1);
     const body = JSON.parse(asked[0]!) as { messages: { role: string; content: string | { type: string; text?: string; image_url?: { url: string } }[] }[] };
     const last = body.messages.at(-1)!;

@@ -57,7 +57,7 @@ async function failedEdit(page: Page, llmBase: string): Promise<void> {
   await turn(2).locator('button.edit').click();
   await turn(2).locator('form.edit textarea').fill('What is my dog called?');
   await turn(2).locator('form.edit button.edit-save').click();
-  await expect(turn(2).locator('form.edit .error')).toContainText('Could not reach', { timeout: 60_000 });
+  await expect(turn(2).locator('form.edit .error')).toContainText('Could not reach');
   await expect(turn(2).locator('form.edit textarea')).toHaveValue('What is my dog called?');
   await expect(stored).toHaveCount(4);
   await expect(turn(3)).toContainText('Reply 2 to: What is my cat called?');
@@ -68,7 +68,6 @@ async function failedEdit(page: Page, llmBase: string): Promise<void> {
 }
 
 test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that switch branch, recall reads the branch the user is on', async ({ page, external: _ }, testInfo) => {
-  test.setTimeout(240_000);
   const llm = await fakeModel();
   await page.context().route((url) => url.href.startsWith(llm.base), (route) => route.continue());
   await page.setViewportSize({ width: 1400, height: 900 });
@@ -76,8 +75,8 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
   await wipeDemo(page);
   await page.reload();
   try {
-    await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 60_000 });
-    await expect(page.locator('#status')).toHaveText(/ready/, { timeout: 60_000 });
+    await expect(page.locator('body[data-ready="true"]')).toBeAttached();
+    await expect(page.locator('#status')).toHaveText(/ready/);
     // The model: the fake endpoint (the provider alone changes: the worker is not restarted).
     await page.click('#settings-panel summary');
     await page.selectOption('select[name="provider"]', 'openai');
@@ -93,9 +92,9 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
     const say = async (text: string, count: number) => {
       await page.fill('#input', text);
       await page.click('#send');
-      await expect(stored).toHaveCount(count, { timeout: 60_000 });
-      await expect(stored.last()).toContainText(`to: ${text}`, { timeout: 60_000 });
-      await expect(page.locator('#send')).toBeEnabled({ timeout: 60_000 });
+      await expect(stored).toHaveCount(count);
+      await expect(stored.last()).toContainText(`to: ${text}`);
+      await expect(page.locator('#send')).toBeEnabled();
     };
     await say('My cat is called Tom.', 2);
     await say('What is my cat called?', 4);
@@ -115,7 +114,7 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
     await page.screenshot({ path: testInfo.outputPath('branches-editor.png') });
     const before = llm.asked.length;
     await turn(0).locator('form.edit button.edit-save').click();
-    await expect(turn(0).locator('.fork-count')).toHaveText('2 of 2', { timeout: 60_000 });
+    await expect(turn(0).locator('.fork-count')).toHaveText('2 of 2');
     await expect(stored).toHaveCount(2);
     await expect(turn(0)).toContainText('My cat is called Felix.');
     await expect(turn(1)).toContainText('to: My cat is called Felix.');
@@ -132,7 +131,7 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
 
     // The left arrow: the first version again, with the rest of its branch.
     await turn(0).locator('.fork-prev').click();
-    await expect(turn(0).locator('.fork-count')).toHaveText('1 of 2', { timeout: 60_000 });
+    await expect(turn(0).locator('.fork-count')).toHaveText('1 of 2');
     await expect(stored).toHaveCount(4);
     await expect(turn(0)).toContainText('My cat is called Tom.');
     await expect(turn(2)).toContainText('What is my cat called?');
@@ -140,7 +139,7 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
 
     // Regenerate the last reply: a second reply to the same question, beside the first.
     await turn(3).locator('button.regenerate').click();
-    await expect(turn(3).locator('.fork-count')).toHaveText('2 of 2', { timeout: 60_000 });
+    await expect(turn(3).locator('.fork-count')).toHaveText('2 of 2');
     await expect(stored).toHaveCount(4);
     await expect(turn(3)).toContainText(/Reply \d+ to: What is my cat called\?/);
     const regenerated = (await turn(3).textContent())!;
@@ -155,17 +154,17 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
     // The edit's arrows are still there, at 1 of 2.
     await expect(turn(0).locator('.fork-count')).toHaveText('1 of 2');
     await turn(3).locator('.fork-prev').click();
-    await expect(turn(3).locator('.fork-count')).toHaveText('1 of 2', { timeout: 60_000 });
+    await expect(turn(3).locator('.fork-count')).toHaveText('1 of 2');
     await expect(turn(3)).toContainText('Reply 2 to: What is my cat called?');
     // The right arrow of the first message: the edited branch again, as it was left.
     await turn(0).locator('.fork-next').click();
-    await expect(turn(0).locator('.fork-count')).toHaveText('2 of 2', { timeout: 60_000 });
+    await expect(turn(0).locator('.fork-count')).toHaveText('2 of 2');
     await expect(stored).toHaveCount(2);
     await expect(turn(0)).toContainText('Felix');
     // A reload shows the branch the user was on.
     await page.reload();
-    await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 60_000 });
-    await expect(turn(0).locator('.fork-count')).toHaveText('2 of 2', { timeout: 60_000 });
+    await expect(page.locator('body[data-ready="true"]')).toBeAttached();
+    await expect(turn(0).locator('.fork-count')).toHaveText('2 of 2');
     await expect(turn(0)).toContainText('Felix');
   } finally {
     await llm.close();
@@ -173,25 +172,24 @@ test('the demo: edit a message and regenerate a reply, "2 of 2" with arrows that
 });
 
 test('the demo offline: an edited message (not the first) forks after the one before it; regenerating needs a model', async ({ page, external: _ }) => {
-  test.setTimeout(180_000);
   await page.goto('/demo/');
   await wipeDemo(page);
   await page.reload();
-  await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 60_000 });
+  await expect(page.locator('body[data-ready="true"]')).toBeAttached();
   await expect(page.locator('#mode')).toContainText('offline');
   const stored = page.locator('#turns li:not(.live)');
   for (const [i, text] of ['I live in Oslo.', 'I work as a baker.'].entries()) {
     await page.fill('#input', text);
     await page.click('#send');
-    await expect(stored).toHaveCount(i + 1, { timeout: 60_000 });
-    await expect(page.locator('#send')).toBeEnabled({ timeout: 60_000 });
+    await expect(stored).toHaveCount(i + 1);
+    await expect(page.locator('#send')).toBeEnabled();
   }
   // Offline no reply is stored, so there is nothing to regenerate.
   await expect(page.locator('#turns .regenerate')).toHaveCount(0);
   await stored.nth(1).locator('button.edit').click();
   await stored.nth(1).locator('form.edit textarea').fill('I work as a carpenter.');
   await stored.nth(1).locator('form.edit button.edit-save').click();
-  await expect(stored.nth(1).locator('.fork-count')).toHaveText('2 of 2', { timeout: 60_000 });
+  await expect(stored.nth(1).locator('.fork-count')).toHaveText('2 of 2');
   await expect(stored).toHaveCount(2);
   await expect(stored.nth(0)).toContainText('I live in Oslo.');
   await expect(stored.nth(0).locator('.fork')).toHaveCount(0);
@@ -200,6 +198,6 @@ test('the demo offline: an edited message (not the first) forks after the one be
   await expect(page.locator('#branch')).toContainText('Branch 2 of 2 at message #1');
   await expect(page.locator('#branch')).toContainText('recall read #0–#0');
   await stored.nth(1).locator('.fork-prev').click();
-  await expect(stored.nth(1).locator('.fork-count')).toHaveText('1 of 2', { timeout: 60_000 });
+  await expect(stored.nth(1).locator('.fork-count')).toHaveText('1 of 2');
   await expect(stored.nth(1)).toContainText('I work as a baker.');
 });

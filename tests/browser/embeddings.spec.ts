@@ -12,7 +12,6 @@ const TOPICS = [
 // its files and the ONNX runtime served by the preview server (pagewise/vite); every request outside it is blocked
 // and would fail the test.
 test('all-MiniLM-L6-v2 in the browser recalls a paraphrase by meaning, reports load progress, and fetches nothing from outside', async ({ page, external }) => {
-  test.setTimeout(180_000);
   await openHarness(page);
   const h = harness(page);
   const local: string[] = [];

@@ -6,7 +6,10 @@ import { EDGE_PORT, PREVIEW_PORT as port } from './servers.js';
 export default defineConfig({
   testDir: '.',
   testMatch: '*.spec.ts',
-  timeout: 60_000,
+  // Safety nets, not waits: tests wait on what the page shows, and these only end one that hangs. Generous because the
+  // suite must pass on a busy machine, where loading the model and embedding in WASM take several times longer.
+  timeout: 300_000,
+  expect: { timeout: 60_000 },
   workers: 1,
   forbidOnly: !!process.env.CI,
   reporter: [['list']],
@@ -25,7 +28,8 @@ export default defineConfig({
     cwd: '../..',
     url: `http://127.0.0.1:${port}/tests/browser/harness/`,
     reuseExistingServer: !process.env.CI,
-    timeout: 180_000,
+    // The build is minutes of CPU on a busy machine; the server is up once the harness page answers.
+    timeout: 600_000,
   }, {
     // The example Worker (examples/edge) in workerd, what sync.spec.ts's browser profiles sync through: no wrangler,
     // no network (edge-server.ts). It answers no GET with a status Playwright waits for, so the port is watched.
@@ -33,7 +37,7 @@ export default defineConfig({
     cwd: '../..',
     port: EDGE_PORT,
     reuseExistingServer: !process.env.CI,
-    timeout: 60_000,
+    timeout: 300_000,
     gracefulShutdown: { signal: 'SIGTERM', timeout: 5_000 },
   }],
 });

@@ -10,23 +10,24 @@ import { EDGE_PORT, EDGE_TOKENS, SYNC_URL } from './servers.js';
 
 const EDGE = `http://127.0.0.1:${EDGE_PORT}`;
 
-interface Profile { context: BrowserContext; page: Page; external: string[]; allowed: string[]; slow: { ms: number } }
+interface Profile { context: BrowserContext; page: Page; external: string[]; allowed: string[]; hold: { until: Promise<void> | null } }
 
 async function openProfile(browser: Browser, baseURL: string): Promise<Profile> {
   const context = await browser.newContext({ baseURL, viewport: { width: 1400, height: 900 } });
   const allowed = [EDGE];
   const external = await blockExternal(context, baseURL, allowed);
-  // Registered last, so it runs first: lets a test slow the edge's answers down to watch the progress.
-  const slow = { ms: 0 };
+  // Registered last, so it runs first: lets a test hold the requests to the edge (until it lets them go) to watch a sync
+  // under way.
+  const hold = { until: null as Promise<void> | null };
   await context.route((url) => url.href.startsWith(EDGE), async (route) => {
-    if (slow.ms) await new Promise((ok) => setTimeout(ok, slow.ms));
+    if (hold.until) await hold.until;
     return route.fallback();
   });
   const page = await context.newPage();
   await page.goto('/demo/');
-  await expect(page.locator('body[data-ready="true"]')).toBeAttached({ timeout: 60_000 });
+  await expect(page.locator('body[data-ready="true"]')).toBeAttached();
   await expect(page.locator('#status')).toContainText('kept across reloads');
-  return { context, page, external, allowed, slow };
+  return { context, page, external, allowed, hold };
 }
 
 async function saveSync(page: Page, url: string, token: string): Promise<void> {
@@ -44,7 +45,7 @@ async function sync(page: Page): Promise<string> {
   await expect(page.locator('#sync')).toBeEnabled();
   await page.evaluate(() => { delete document.body.dataset.sync; });
   await page.click('#sync');
-  await expect(page.locator('body')).toHaveAttribute('data-sync', /^(done|failed)$/, { timeout: 60_000 });
+  await expect(page.locator('body')).toHaveAttribute('data-sync', /^(done|failed)$/);
   await expect(page.locator('#sync')).toBeEnabled();
   return (await page.locator('#sync-status').textContent())!;
 }
@@ -53,7 +54,7 @@ async function say(page: Page, text: string): Promise<void> {
   const before = await stored(page).count();
   await page.fill('#input', text);
   await page.click('#send');
-  await expect(stored(page)).toHaveCount(before + 1, { timeout: 30_000 });
+  await expect(stored(page)).toHaveCount(before + 1);
 }
 
 const stored = (page: Page) => page.locator('#turns li:not(.live)');
@@ -85,7 +86,6 @@ async function wipe(page: Page): Promise<void> {
 }
 
 test('two browser profiles sync through the example Worker: the same conversation in the same order both ways, forgets, progress, refused tokens and an edge that is down', async ({ browser, baseURL }, testInfo) => {
-  test.setTimeout(300_000);
   const laptop = await openProfile(browser, baseURL!);
   const phone = await openProfile(browser, baseURL!);
   const shot = (p: Profile, name: string, fullPage = false) => p.page.screenshot({ path: testInfo.outputPath(`${name}.png`), fullPage });
@@ -117,12 +117,13 @@ test('two browser profiles sync through the example Worker: the same conversatio
     await say(one, 'The spare key of the boathouse is under the blue flowerpot.');
     await say(one, 'Our sailing club meets on Thursdays at seven.');
     await one.click('#seed');
-    await expect(stored(one)).toHaveCount(42, { timeout: 30_000 });
+    await expect(stored(one)).toHaveCount(42);
     const written = await shown(one);
     expect(written.map((t) => t.role)).toContain('assistant');
 
-    // Up to the edge, slowed down so the progress shows: the bar, then what moved so far, then what moved in all.
-    laptop.slow.ms = 250;
+    // Up to the edge, held until the sync under way has been seen: the bar, then what moved so far, then what moved in all.
+    let letGo!: () => void;
+    laptop.hold.until = new Promise<void>((ok) => { letGo = ok; });
     await one.evaluate(() => {
       const seen: string[] = ((window as unknown as { syncSaid: string[] }).syncSaid = []);
       new MutationObserver(() => seen.push(document.getElementById('sync-status')!.textContent!)).observe(document.getElementById('sync-status')!, { childList: true, characterData: true, subtree: true });
@@ -130,8 +131,9 @@ test('two browser profiles sync through the example Worker: the same conversatio
     await one.click('#sync');
     await expect(one.locator('#sync-progress')).toBeVisible();
     await expect(one.locator('#sync')).toBeDisabled();
-    await expect(one.locator('body')).toHaveAttribute('data-sync', 'done', { timeout: 60_000 });
-    laptop.slow.ms = 0;
+    laptop.hold.until = null;
+    letGo();
+    await expect(one.locator('body')).toHaveAttribute('data-sync', 'done');
     await expect(one.locator('#sync-progress')).toBeHidden();
     const said = await one.evaluate(() => (window as unknown as { syncSaid: string[] }).syncSaid);
     expect(said).toContainEqual(expect.stringMatching(/^syncing with 127\.0\.0\.1:\d+…$/));

@@ -252,12 +252,14 @@ describe('compaction stays bounded in a long conversation', () => {
     expect(recount(ctx)).toBe(ctx.budget.total);
     expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
     expect(ctx.recallText).toContain('from vendorda because it costs 6 dollars');
-    // A few more exchanges: each call compacts another bounded batch (hard) or hands it to the background (soft).
-    const more = chat(710).slice(1400);
+    // More exchanges: each call compacts another bounded batch (hard, which HARD_MS bounds too: how many calls that
+    // takes depends on the machine) or hands it to the background (soft). Ten at least, then on while a call's is hard.
+    const more = chat(1000).slice(1400);
     const reports = [hard];
-    for (let i = 0; i < more.length; i += 2) {
+    for (let i = 0, hardLast = true; i < more.length && (i < 20 || hardLast); i += 2) {
       const r = await memory.onTurnComplete({ conversationId: 'c', messages: more.slice(i, i + 2) });
       if (r.compaction) reports.push(r.compaction);
+      hardLast = r.compaction?.trigger === 'hard';
     }
     reports.push(...await memory.flush());
     for (const r of reports.filter((x) => x.trigger === 'hard')) expect(r.turnsCompacted).toBeLessThanOrEqual(HARD_TURNS + 4 * 12);

@@ -210,7 +210,7 @@ describe('a 2,000-turn conversation in one PagewiseMemory object', () => {
     }
     // Stored once each, in order (onTurnComplete through waitUntil, after each reply).
     const texts = async () => (await ok<{ text: string }[]>(key, 'turns', key, { limit: 1000 })).map((t) => t.text);
-    await expect.poll(async () => (await texts()).length, { timeout: 30_000 }).toBe(400);
+    await expect.poll(async () => (await texts()).length, { timeout: 120_000 }).toBe(400);
     expect(await texts()).toEqual(chat.turns.map((t) => t.content));
 
     // 100 questions of every kind the proxy takes: planted facts, broad, temporal, with the client's own history and
@@ -251,7 +251,7 @@ describe('a 2,000-turn conversation in one PagewiseMemory object', () => {
     }
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     // Every question's exchange stored too.
-    await expect.poll(async () => (await ok<{ turns: number }[]>(key, 'conversations'))[0]?.turns, { timeout: 30_000 }).toBe(600);
+    await expect.poll(async () => (await ok<{ turns: number }[]>(key, 'conversations'))[0]?.turns, { timeout: 120_000 }).toBe(600);
     console.log(`edge proxy path: 200 exchanges stored, then 100 varied questions: ${statuses.filter((s) => s === 200).length}/100 answered (200), ${factHits}/${factQuestions} fact questions with the evidence's marker in the forwarded text; stored turns 600`);
     expect(factHits).toBeGreaterThan(factQuestions / 2);
   }, 300_000);

@@ -37,6 +37,31 @@ function hashed(modelId: string, fail = false): Embedder & { texts: number } {
   return e;
 }
 
+/**
+ * `hashed`, whose background embedding waits once it has embedded `free` texts, until `release()` or until the engine
+ * closes (its signal aborts); a question's vector (embedQuery) comes at once. How far the queue got when the test
+ * looks is then the test's doing, not the machine's speed.
+ */
+function held(modelId: string, free: number) {
+  const e = hashed(modelId);
+  const run = e.embed.bind(e);
+  let release!: () => void;
+  const released = new Promise<void>((ok) => { release = ok; });
+  return Object.assign(e, {
+    release,
+    async embed(texts: readonly string[], signal?: AbortSignal) {
+      if (e.texts >= free) {
+        await new Promise<void>((ok, fail) => {
+          void released.then(ok);
+          signal?.addEventListener('abort', () => fail(signal.reason), { once: true });
+        });
+      }
+      return run(texts);
+    },
+    embedQuery: async (text: string) => (await run([text]))[0]!,
+  });
+}
+
 // A window small enough that most of a short conversation is recalled rather than sent whole.
 const SMALL = { contextWindow: 4096, memoryTokens: 300, protectedRecentTurns: 0, targetTokens: 400 };
 
@@ -127,7 +152,8 @@ describe('the background embedding queue', () => {
   it('embeds after onTurnComplete returns, reports progress, serves BM25 meanwhile, and resumes after a reload', async () => {
     const driver = await sqliteWasm()();
     const events: EmbeddingProgress[] = [];
-    const slow = hashed('hash-a');
+    // The queue embeds two batches, then waits: the engine is closed before it is done.
+    const slow = held('hash-a', 16);
     memory = await createMemory({ ...SMALL, embedder: slow, storage: shared(driver), onEmbeddingProgress: (p) => events.push(p) });
     await seed(memory, 'c', Array.from({ length: 30 }, (_, i) => `Turn ${i} about the greenhouse irrigation valves.`));
     // Closing before the queue is done: what was committed stays, the rest waits for the next engine.
@@ -135,10 +161,13 @@ describe('the background embedding queue', () => {
     const after = await driver.query<{ n: number }>("SELECT COUNT(*) AS n FROM embeddings WHERE model_id = 'hash-a'");
     expect(Number(after[0]!.n)).toBeLessThan(60);
 
-    memory = await createMemory({ ...SMALL, embedder: hashed('hash-a'), storage: shared(driver), onEmbeddingProgress: (p) => events.push(p) });
+    // The next engine's queue waits until the question has been answered from what is there.
+    const next = held('hash-a', 0);
+    memory = await createMemory({ ...SMALL, embedder: next, storage: shared(driver), onEmbeddingProgress: (p) => events.push(p) });
     const during = await memory.onMessageInbound({ conversationId: 'c', message: user('Which irrigation valves did we discuss?') });
     expect(during.notes?.some((n) => n.includes('not embedded yet'))).toBe(true);
     expect(during.recallText).toContain('irrigation');
+    next.release();
     await memory.flush();
     const status = await memory.embeddingStatus('c');
     expect(status.embedded).toBe(60);

@@ -145,7 +145,7 @@ describe('vector index: same answers as an exact scan', () => {
     const query = near(17);
     const narrow: SearchFilter = { window: { fromMs: 5_000_000, toMs: 5_400_000 }, exclude: new Set([5001, 5002, 5003]) };
     expect(index.search(query, 10, -1, narrow)).toEqual(reference(items, query, 10, -1, narrow));
-  }, 30_000);
+  });
 
   it('the index path handles widths that do not fill the last 32-bit code word (130-d)', () => {
     const { vectors, near } = clustered(21, 6000, 130, 12, 1.1);

@@ -147,7 +147,7 @@ describe('forget', () => {
     expect(stale).toEqual([]);
     const bytes = await memory.exportDatabase();
     expect(markers.filter((m) => has(bytes, m))).toEqual([]);
-  }, 60_000);
+  });
 
   it('vectors: the forgotten turns\' go, the rest stay, summaries are embedded again', async () => {
     const d = await driver();

@@ -64,7 +64,7 @@ describe('a refused import stores nothing', () => {
     await expect(memory.import(exportOf([{ id: 'kept', turns: extended }, { id: 'a', turns: turns(8000) }, { id: 'b', turns: last }])))
       .rejects.toMatchObject({ code: 'INVALID_ROLE', path: 'data.conversations[2].turns[9999].role' });
     expect(await snapshot(memory)).toEqual(before);
-  }, 30_000);
+  });
 });
 
 /** A sqlite-wasm driver that calls `after` once a batch writing turns of `conversationId` has committed. */
@@ -96,7 +96,7 @@ describe('an import does not hold the engine', () => {
     await Promise.all(calls);
     expect(order).toEqual(['turns while checking', 'inbound while checking', 'turns while writing', 'inbound while writing', 'import']);
     expect(await memory.turns('big', { limit: 5000 })).toHaveLength(3000);
-  }, 30_000);
+  });
 
   it('a conversation changed by another call during the import: the import is refused and undone, the other call kept', async () => {
     let appended: Promise<unknown> | undefined;
@@ -108,7 +108,7 @@ describe('an import does not hold the engine', () => {
     expect(await appended).toMatchObject({ stored: 1 });
     expect((await memory.turns('big')).map((t) => t.id)).toEqual(['mine']);
     expect(await memory.turns('kept')).toEqual(before);
-  }, 30_000);
+  });
 });
 
 /** A sqlite-wasm driver whose batches fail from the `failAt`-th on (the chunk writes of an import), once or for good. */
@@ -145,7 +145,7 @@ describe('a failure half-way through the writes', () => {
     const after = await snapshot(memory);
     expect(after.data).toEqual(before.data);
     expect(await f.inner.query("SELECT COUNT(*) AS n FROM pagewise_meta WHERE key LIKE 'import:%'")).toEqual([{ n: 0 }]);
-  }, 30_000);
+  });
 
   it('a crash half-way: the next createMemory() on the storage undoes it', async () => {
     const f = await failing(4, true);
@@ -159,7 +159,7 @@ describe('a failure half-way through the writes', () => {
     memory = await createMemory({ compaction: false, storage: f.inner });
     expect({ ...await memory.export(), exportedAt: '' }).toEqual({ ...before, exportedAt: '' });
     expect(await f.inner.query("SELECT COUNT(*) AS n FROM pagewise_meta WHERE key LIKE 'import:%'")).toEqual([{ n: 0 }]);
-  }, 30_000);
+  });
 });
 
 // JSON.parse builds a value 100,000 levels deep without complaint; what reads it next must refuse it typed, not with

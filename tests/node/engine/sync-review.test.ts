@@ -37,23 +37,6 @@ const has = (bytes: Uint8Array, word: string) => Buffer.from(bytes).includes(Buf
 const YEAR = 365 * 24 * 3600 * 1000;
 const replicaOf = async (m: Memory) => (await m.syncState('')).replica;
 
-/** The longest the event loop went without a turn while `fn` ran (ms). */
-async function longestHold(fn: () => Promise<unknown>): Promise<number> {
-  let last = performance.now();
-  let longest = 0;
-  const tick = setInterval(() => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  }, 1);
-  try {
-    await fn();
-  } finally {
-    clearInterval(tick);
-  }
-  return Math.max(longest, performance.now() - last);
-}
-
 describe('copies and backups', () => {
   it('a backup taken before the upgrade (no secret in it) still finds itself and gets back what the old disk synced', async () => {
     const edge = await memory();

@@ -5,8 +5,11 @@ import { anthropic, openaiCompatible, type Memory } from '../../../src/index.js'
 import type { ChatMessage } from '../../../src/contracts/types.js';
 import { assistant, createMemory, user } from '../../support/helpers.js';
 
-/** One scripted reply: status, raw body, delay. Requests beyond the script get `fallback`. */
-interface Reply { status?: number; body?: string; delayMs?: number; headers?: Record<string, string> }
+/**
+ * One scripted reply: status, raw body, headers; `hold`: no answer at all (the client gives up), and `arrived` is
+ * called once the request is in. Requests beyond the script get `fallback`.
+ */
+interface Reply { status?: number; body?: string; headers?: Record<string, string>; hold?: boolean; arrived?: () => void }
 let script: Reply[] = [];
 let fallback: (req: { path: string; body: Record<string, unknown> }) => Reply;
 const seen: { path: string; headers: IncomingMessage['headers']; body: Record<string, unknown> }[] = [];
@@ -24,11 +27,10 @@ beforeAll(async () => {
       const body = JSON.parse(raw) as Record<string, unknown>;
       seen.push({ path: req.url ?? '', headers: req.headers, body });
       const r = script.shift() ?? fallback({ path: req.url ?? '', body });
-      setTimeout(() => {
-        if (res.destroyed) return;
-        res.writeHead(r.status ?? 200, { 'content-type': 'application/json', ...r.headers });
-        res.end(r.body ?? '');
-      }, r.delayMs ?? 0);
+      r.arrived?.();
+      if (r.hold || res.destroyed) return;
+      res.writeHead(r.status ?? 200, { 'content-type': 'application/json', ...r.headers });
+      res.end(r.body ?? '');
     });
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
@@ -54,22 +56,25 @@ describe('LLM providers over fetch', () => {
   });
 
   it('fails with typed errors: retries exhausted, a 4xx at once, a slow server, a malformed reply, an abort', async () => {
-    const llm = openaiCompatible({ baseUrl: `${base}/v1`, model: 'm', retryDelayMs: 1, maxRetries: 2, timeoutMs: 300 });
+    const llm = openaiCompatible({ baseUrl: `${base}/v1`, model: 'm', retryDelayMs: 1, maxRetries: 2 });
     script = [{ status: 500, body: 'a' }, { status: 500, body: 'b' }, { status: 500, body: 'c' }];
     await expect(llm.complete(ask)).rejects.toMatchObject({ code: 'LLM_ERROR', message: expect.stringMatching(/HTTP 500 after 3 attempt/) });
     script = [{ status: 401, body: 'bad key' }];
     seen.length = 0;
     await expect(llm.complete(ask)).rejects.toMatchObject({ code: 'LLM_ERROR', message: expect.stringMatching(/401.*API key/) });
     expect(seen).toHaveLength(1);
-    script = [{ delayMs: 2000, body: openaiReply('late') }, { delayMs: 2000, body: openaiReply('late') }, { delayMs: 2000, body: openaiReply('late') }];
-    await expect(llm.complete(ask)).rejects.toMatchObject({ code: 'LLM_ERROR', message: expect.stringMatching(/did not answer within 300 ms/) });
+    // A server that never answers: each attempt ends at timeoutMs (a client of its own, so that no other call here
+    // depends on answering within 300 ms).
+    const impatient = openaiCompatible({ baseUrl: `${base}/v1`, model: 'm', retryDelayMs: 1, maxRetries: 2, timeoutMs: 300 });
+    script = [{ hold: true }, { hold: true }, { hold: true }];
+    await expect(impatient.complete(ask)).rejects.toMatchObject({ code: 'LLM_ERROR', message: expect.stringMatching(/did not answer within 300 ms/) });
     script = [{ body: '<html>oops' }];
     await expect(llm.complete(ask)).rejects.toMatchObject({ code: 'LLM_ERROR', message: expect.stringMatching(/other than JSON/) });
     script = [{ body: JSON.stringify({ choices: [] }) }];
     await expect(llm.complete(ask)).rejects.toMatchObject({ code: 'LLM_ERROR' });
-    script = [{ delayMs: 2000, body: openaiReply('late') }];
+    // Aborted by the caller while the request waits for its answer.
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user left')), 50);
+    script = [{ hold: true, arrived: () => controller.abort(new Error('user left')) }];
     await expect(llm.complete({ ...ask, signal: controller.signal })).rejects.toMatchObject({ code: 'ABORTED' });
   });
 

@@ -208,7 +208,7 @@ describe('fileStorage: one writer per file', () => {
     expect(refused.message).toMatch(/Close it there first/);
     await held.close();
     expect(await child('open', path)).toEqual({ ok: true });
-  }, 20_000);
+  });
 
   it('takes over a lock left by a dead process or an earlier holder of this pid; respects a fresh empty one', async () => {
     const path = fresh();
@@ -329,7 +329,7 @@ describe('fileStorage: a process killed while committing', () => {
       await d.close();
     }
     console.log(`kill test: ${targets.length} kills, ${acked.size} acknowledged rows and ${ackedGroups.size} groups all present; ${hot} kill(s) left a hot journal that was rolled back`);
-  }, 30_000);
+  });
 
   it('a kill after pages of an open transaction reached the file: the hot journal rolls them back on open', async () => {
     const path = fresh('spill');
@@ -365,5 +365,5 @@ describe('fileStorage: a process killed while committing', () => {
     await d.close();
     expect(statSync(path).size).toBe(before);
     expect(existsSync(`${path}-journal`)).toBe(false);
-  }, 20_000);
+  });
 });

@@ -112,7 +112,7 @@ describe('pagewise on SQLite held to lower limits (Node)', () => {
     expect(ctx.messages.at(-1)!.content).toHaveLength(2_500_016);
     const terms = Array.from({ length: 32 }, (_, i) => `${i}${'w'.repeat(1000)}`);
     expect(new TextEncoder().encode(ftsMatch(terms)!).length).toBeLessThanOrEqual(MAX_MATCH_BYTES);
-  }, 60_000);
+  });
 
   it('imports, reads and forgets 1,000 messages at the Durable Object\'s limits; a row too large is refused, nothing stored', async () => {
     memory = await createMemory({ storage: sqliteWasm({ limits: DURABLE_OBJECT_LIMITS }), compaction: false, contextWindow: 3000 });
@@ -139,5 +139,5 @@ describe('pagewise on SQLite held to lower limits (Node)', () => {
     const tooBig = { ...data, conversations: [{ id: 'e', turns: [...turns.slice(0, 10), { ...turns[10]!, content: big }], pins: [], aliases: [] }] } as unknown as ExportData;
     await expect(memory.import(tooBig)).rejects.toMatchObject({ code: 'MESSAGE_TOO_LARGE', path: 'data.conversations[0].turns[10]' });
     expect(await memory.conversations()).toEqual([]);
-  }, 60_000);
+  });
 });

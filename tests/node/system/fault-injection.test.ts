@@ -181,7 +181,7 @@ describe('prompt injection through every carrier, into every output', () => {
       await up?.close();
     }
     expect(tally.examples()).toBe('');
-  }, 60_000);
+  });
 
   it('the MCP server: every tool result and prompt (recall_context, expand_topic, domain_status, remember, recall, summarize_session)', async () => {
     const server = createMcpServer(shared);
@@ -218,7 +218,7 @@ describe('prompt injection through every carrier, into every output', () => {
       await server.close();
     }
     expect(tally.examples()).toBe('');
-  }, 60_000);
+  });
 
   it('the breakout check itself finds each payload quoted raw, a flat transcript, a block left open', async () => {
     const { breakouts, breakoutsInAnswer } = await import('../../support/fault-breakout.js');

@@ -147,6 +147,7 @@ describe('topics shown: things, not wording', () => {
     }
     await expect(memory.topics('c', 7 as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
 
+    await memory.flush();
     const broad = await memory.onMessageInbound({ conversationId: 'c', message: user('What have we talked about so far?') });
     expect(broad.broad).toBe(true);
     const hint = broad.prependText.match(/<context-topics>[\s\S]*<\/context-topics>/)?.[0] ?? '';
@@ -246,6 +247,7 @@ describe('LLM tagger (local OpenAI-compatible server)', () => {
     await memory.onTurnComplete({ conversationId: 'c', messages });
     expect(requests[1]!.messages.at(-1)!.content).toMatch(/Known tags: .*postgres/);
     expect(requests[0]!.response_format).toEqual({ type: 'json_object' });
+    await memory.flush();
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('Remind me of that caching trick for the feed?') });
     expect(ctx.matchedTags).toContain('caching');
     const first = ctx.manifest.find((e) => e.kind === 'recall' && e.scores.rank === 1)!;
@@ -277,6 +279,7 @@ describe('retrieval by time and breadth', () => {
     messages.push(user('We chose SQLite for the June prototype.', { createdAt: day(40) }), assistant('Good.', { createdAt: day(40) }));
     messages.push(user('How should our conversation with the vendor begin?', { createdAt: day(45) }), assistant('With the invoice.', { createdAt: day(45) }));
     await memory.onTurnComplete({ conversationId: 'c', messages });
+    await memory.flush();
     const early = await memory.onMessageInbound({ conversationId: 'c', message: user('Going back to the very beginning, what did we decide about the API?'), now: day(70) });
     expect(early.temporal).toBe(true);
     expect(early.recallText).toContain('Flask blueprints');
@@ -306,6 +309,7 @@ describe('retrieval by time and breadth', () => {
       assistant('Debug it with a breakpoint.', { createdAt: '2023-01-01T00:00:01Z' }),
       ...Array.from({ length: 120 }, (_, i) => user(`note ${i} on weather and gardens`, { createdAt: '2023-02-15T00:00:00Z' })),
     ] });
+    await memory.flush();
     const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What was the worker crash stacktrace?'), now: '2023-03-01T00:00:00Z' });
     expect(ctx.recallText).not.toContain('worker crash');
     expect(ctx.dropped.some((d) => d.reason === 'expired')).toBe(true);

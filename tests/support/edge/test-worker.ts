@@ -70,8 +70,14 @@ const fakeAi = {
 
 /** One conversation per object (the default scope), a small window so that recall is needed. */
 export class Memory extends PagewiseMemory<Env> {
-  async alarmAt(): Promise<number | null> {
-    return this.ctx.storage.getAlarm();
+  /** The alarm set (null: none), and how many have run (one that ran is no longer set). */
+  async alarmState(): Promise<{ at: number | null; ran: number }> {
+    return { at: await this.ctx.storage.getAlarm(), ran: this.ctx.storage.kv.get<number>('test:alarms') ?? 0 };
+  }
+
+  override async alarm(): Promise<void> {
+    this.ctx.storage.kv.put('test:alarms', (this.ctx.storage.kv.get<number>('test:alarms') ?? 0) + 1);
+    await super.alarm();
   }
 
   override options(): PagewiseMemoryOptions {
@@ -86,11 +92,27 @@ export class UserMemory extends PagewiseMemory<Env> {
   }
 }
 
-/** Compaction 40 turns per event: a backlog goes on alarm after alarm (counted here). */
+/**
+ * Compaction 40 turns per event: a backlog goes on alarm after alarm (counted here). The test can let a number of
+ * alarms run (`allow`): past it, an alarm does no work and comes again shortly, so the state between two alarms stays
+ * still while the test reads it, however fast or slow the machine.
+ */
 export class SlicedMemory extends PagewiseMemory<Env> {
   override async alarm(): Promise<void> {
+    const left = this.ctx.storage.kv.get<number>('test:allowed');
+    if (left !== undefined && left <= 0) {
+      await this.ctx.storage.setAlarm(Date.now() + 100);
+      return;
+    }
+    if (left !== undefined) this.ctx.storage.kv.put('test:allowed', left - 1);
     this.ctx.storage.kv.put('test:alarms', (this.ctx.storage.kv.get<number>('test:alarms') ?? 0) + 1);
     await super.alarm();
+  }
+
+  /** Lets `alarms` more alarms run (null: any number). */
+  async allow(alarms: number | null): Promise<void> {
+    if (alarms === null) this.ctx.storage.kv.delete('test:allowed');
+    else this.ctx.storage.kv.put('test:allowed', alarms);
   }
 
   async progress(): Promise<{ alarms: number; alarmAt: number | null; unfinished: string[] }> {
@@ -133,8 +155,13 @@ export default {
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[head!]!(...args)));
     }
     if (url.pathname.startsWith('/progress/')) return Response.json(await env.SLICED.get(env.SLICED.idFromName(url.pathname.slice(10)) as never).progress());
+    // POST /allow/:object  body: how many alarms may run from now (null: any number).
+    if (url.pathname.startsWith('/allow/')) {
+      await env.SLICED.get(env.SLICED.idFromName(url.pathname.slice(7)) as never).allow(await request.json() as number | null);
+      return new Response(null, { status: 204 });
+    }
     if (url.pathname === '/ai-calls') return Response.json(fakeAi.calls);
-    if (url.pathname.startsWith('/alarm/')) return Response.json(await (env.MEMORY.get(env.MEMORY.idFromName(url.pathname.slice(7)) as never) as unknown as { alarmAt(): Promise<number | null> }).alarmAt());
+    if (url.pathname.startsWith('/alarm/')) return Response.json(await (env.MEMORY.get(env.MEMORY.idFromName(url.pathname.slice(7)) as never) as unknown as { alarmState(): Promise<{ at: number | null; ran: number }> }).alarmState());
     return new Response('not found', { status: 404 });
   },
 };
