@@ -16,9 +16,25 @@ const demoAtRoot: Plugin = {
   configurePreviewServer(server) { server.middlewares.use(toDemo); },
 };
 
+/** The long suites (see `test.projects`): minutes each by design, so they run in npm run test:slow, not npm test. */
+const LONG = [
+  'tests/node/system/fault-*.test.ts',
+  'tests/node/surfaces/fault-surfaces.test.ts',
+  'tests/node/system/long-run-*.test.ts',
+  'tests/node/system/determinism.test.ts',
+  'tests/node/edge/edge-long.test.ts',
+  'tests/node/engine/*-property*.test.ts',
+  'tests/node/engine/sync-bulk.test.ts',
+  'tests/node/engine/sync-kill.test.ts',
+  'tests/node/tokens/tokenizer-linear.test.ts',
+  'tests/node/surfaces/mcp-conformance.test.ts',
+];
+
 export default defineConfig({
   // A missing file must be a real 404, not index.html.
   appType: 'mpa',
+  // The demo's favicon (served at /favicon.ico and /favicon.svg, copied into the build).
+  publicDir: 'demo/public',
   plugins: [demoAtRoot, pagewiseAssets()],
   // sqlite-wasm finds its .wasm next to its own module: pre-bundling would move it.
   optimizeDeps: {
@@ -42,10 +58,18 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['tests/node/**/*.test.ts'],
+    // Two projects: `unit` is what npm test runs after every change; `long` holds the suites that take minutes by
+    // design — fault injection and fuzzing, crash and kill recovery, long conversations, model-checked sync and branch
+    // runs, linear-time proofs, the MCP conformance suite — run by npm run test:slow (and test:all, and CI).
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['tests/node/**/*.test.ts'], exclude: LONG } },
+      { extends: true, test: { name: 'long', include: LONG } },
+    ],
     environment: 'node',
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Safety nets, not waits: a test waits on events and states, and these only end one that hangs. Generous because
+    // the suite must pass on a busy machine (CPU-bound work, child processes and workerd there take several times longer).
+    testTimeout: 300_000,
+    hookTimeout: 300_000,
     pool: 'forks',
   },
 });
