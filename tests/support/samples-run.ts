@@ -95,13 +95,15 @@ export async function runEdgeSample(sample: Sample, env: ModelEnv): Promise<stri
   const bodies: string[] = [];
   try {
     await mf.ready.catch((e: Error) => fail(sample, `does not start in workerd: ${e.message}\n${tail(logs)}`));
+    if (!sample.requests.length) fail(sample, 'is an edge sample with no <!-- request: METHOD /path body --> after it: nothing would call it');
     for (const r of sample.requests) {
       const json = /^[[{]/.test(r.body);
       const res = await mf.dispatchFetch(`http://sample.test${r.path}`, {
         method: r.method, ...(r.body ? { body: r.body, headers: { 'content-type': json ? 'application/json' : 'text/plain' } } : {}),
       });
       const body = await res.text();
-      if (res.status >= 500) fail(sample, `answered ${r.method} ${r.path} (line ${r.line}) with ${res.status}:\n${tail(body, 2000)}\n--- worker's console ---\n${tail(logs) || '(nothing)'}`);
+      const expected = r.status === null ? res.status >= 200 && res.status < 300 : res.status === r.status;
+      if (!expected) fail(sample, `answered ${r.method} ${r.path} (line ${r.line}) with ${res.status}, not ${r.status ?? 'a 2xx'}:\n${tail(body, 2000)}\n--- worker's console ---\n${tail(logs) || '(nothing)'}`);
       bodies.push(body);
     }
   } finally {

@@ -29,7 +29,11 @@ export interface SampleFile {
 }
 
 export interface Claim { text: string; line: number }
-export interface SampleRequest { method: string; path: string; body: string; line: number }
+export interface SampleRequest {
+  method: string; path: string; body: string; line: number;
+  /** The status the page says it answers (`… → 401`); else any 2xx. */
+  status: number | null;
+}
 
 export interface Sample {
   /** `<file>:<line>`: the page and the line of the entry's opening fence. */
@@ -123,11 +127,16 @@ export function parseJsonc(text: string): unknown {
   return JSON.parse(out.replace(/"(?:[^"\\]|\\.)*"|,(\s*[}\]])/g, (m, close: string | undefined) => close ?? m));
 }
 
-/** `POST /chat {"message":"hi"}` → method, path, body (the rest of the line, maybe empty). */
+/**
+ * `POST /chat {"message":"hi"}` → method, path, body (the rest of the line, maybe empty); a trailing `→ 401` is the
+ * status the request must answer (else any 2xx).
+ */
 export function parseRequest(text: string, line: number): SampleRequest | string {
-  const m = /^([A-Z]+)\s+(\/\S*)(?:\s+([\s\S]*))?$/.exec(text.trim());
-  if (!m) return `request comment "${text}" is not "METHOD /path body"`;
-  return { method: m[1]!, path: m[2]!, body: m[3]?.trim() ?? '', line };
+  const expected = /\s*→\s*(\d{3})\s*$/.exec(text);
+  const rest = expected ? text.slice(0, expected.index) : text;
+  const m = /^([A-Z]+)\s+(\/\S*)(?:\s+([\s\S]*))?$/.exec(rest.trim());
+  if (!m) return `request comment "${text}" is not "METHOD /path body [→ status]"`;
+  return { method: m[1]!, path: m[2]!, body: m[3]?.trim() ?? '', line, status: expected ? Number(expected[1]) : null };
 }
 
 interface Block { token: Token; runtime: { value: string; line: number } | null }
@@ -300,9 +309,23 @@ export function slug(sample: Pick<Sample, 'id'>): string {
   return sample.id.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '');
 }
 
-/** The claims the output lacks, as lines for a failure message. */
+/**
+ * The claims the output lacks, as lines for a failure message. Claims are found in order, each on a later line of the
+ * output than the one before it; a short claim (three characters or fewer: `4`, `[]`) must be the whole line, so that
+ * `// → 4` is not satisfied by a 4 somewhere in a longer line.
+ */
 export function missingClaims(sample: Sample, output: string): string[] {
-  return sample.claims.filter((c) => !output.includes(c.text)).map((c) => `${sample.file}:${c.line}: claims "${c.text}", not in the output`);
+  const lines = output.split('\n').map((l) => l.trim());
+  const missing: string[] = [];
+  let at = 0;
+  for (const c of sample.claims) {
+    const found = lines.findIndex((l, i) => i >= at && (c.text.length <= 3 ? l === c.text : l.includes(c.text)));
+    if (found < 0) {
+      const anywhere = lines.some((l) => (c.text.length <= 3 ? l === c.text : l.includes(c.text)));
+      missing.push(`${sample.file}:${c.line}: claims "${c.text}", ${anywhere ? 'found only before the claim above it' : 'not in the output'}`);
+    } else at = found + 1;
+  }
+  return missing;
 }
 
 export const ROOT = resolve(import.meta.dirname, '../..');

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractSamples, samplePages, type Sample } from '../../support/samples.js';
+import { extractSamples, missingClaims, parseRequest, samplePages, type Sample } from '../../support/samples.js';
 import { MODEL_REPLY, ROOT, SAFETY_NET_MS, SampleFailure, modelEnv, parseJsonc, runSample, workerOptions, type ModelEnv } from '../../support/samples-run.js';
 import { startUpstream, type Upstream } from '../../support/upstream.js';
 
@@ -73,8 +73,8 @@ describe('extraction', () => {
     expect(s.files.map((f) => [f.name, f.lang, f.line, f.runs])).toEqual([['worker.ts', 'ts', 10, true], ['wrangler.jsonc', 'jsonc', 6, false], ['hello.ts', 'ts', 15, true]]);
     expect(s.claims).toEqual([{ text: 'hi', line: 16 }]);
     expect(s.requests).toEqual([
-      { method: 'GET', path: '/hello', body: '', line: 21 },
-      { method: 'POST', path: '/chat', body: '{"conversationId":"c1","message":"hello"}', line: 22 },
+      { method: 'GET', path: '/hello', body: '', line: 21, status: null },
+      { method: 'POST', path: '/chat', body: '{"conversationId":"c1","message":"hello"}', line: 22, status: null },
     ]);
   });
 
@@ -102,7 +102,7 @@ describe('extraction', () => {
       'the ts block at line 16 has no file name ([name.ts] in its info string)',
       '"../c.ts" (line 19) is not a relative file path',
       'two blocks are named "a.ts"',
-      'line 26: request comment "fetch it" is not "METHOD /path body"',
+      'line 26: request comment "fetch it" is not "METHOD /path body [→ status]"',
     ]);
   });
 
@@ -173,6 +173,18 @@ console.log((await a.json()).content[0].text, process.cwd().includes('.samples')
       .rejects.toThrow(/^docs\/harness\.md:3 \(node sample\) exited with 1[\s\S]*Error: the sample broke[\s\S]*--- stdout ---\nbefore/);
   }, timeout);
 
+  it('finds claims in order, each on a later line, and a short claim only as a whole line', () => {
+    const sample = one(`'''ts\nconsole.log('a'); // → first\nconsole.log('b'); // → second\nconsole.log(4); // → 4\n'''`, 'docs/c.md');
+    expect(missingClaims(sample, 'first\nsecond\n4')).toEqual([]);
+    expect(missingClaims(sample, 'second\nfirst\n4')).toEqual(['docs/c.md:3: claims "second", found only before the claim above it']);
+    expect(missingClaims(sample, 'first\nsecond\n42')).toEqual(['docs/c.md:4: claims "4", not in the output']);
+  });
+
+  it('reads the status a request comment expects', () => {
+    expect(parseRequest('POST /v1/chat {"a":1} → 401', 7)).toEqual({ method: 'POST', path: '/v1/chat', body: '{"a":1}', line: 7, status: 401 });
+    expect(parseRequest('GET /health', 8)).toEqual({ method: 'GET', path: '/health', body: '', line: 8, status: null });
+  });
+
   it('fails a Node sample whose claim is not in its output', async () => {
     const failure = await run(`'''ts\nconsole.log('4'); // → 5\n'''`).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(SampleFailure);
@@ -204,6 +216,6 @@ console.log((await a.json()).content[0].text, process.cwd().includes('.samples')
 
   it('fails an edge sample whose response lacks its claim, or which throws', async () => {
     await expect(run(worker(edgeBody, '(model reply) 3'))).rejects.toThrow(/^docs\/harness\.md:3 \(edge sample\) printed what it does not claim:\ndocs\/harness\.md:13: claims "\(model reply\) 3"/);
-    await expect(run(worker('    throw new Error("the worker broke");', 'x'))).rejects.toThrow(/^docs\/harness\.md:3 \(edge sample\) answered POST \/count \(line 18\) with 500:[\s\S]*the worker broke/);
+    await expect(run(worker('    throw new Error("the worker broke");', 'x'))).rejects.toThrow(/^docs\/harness\.md:3 \(edge sample\) answered POST \/count \(line 18\) with 500, not a 2xx:[\s\S]*the worker broke/);
   }, timeout);
 });
