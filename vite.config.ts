@@ -1,4 +1,5 @@
 /// <reference types="vitest/config" />
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { defineConfig, type Plugin } from 'vite';
 import { crossOriginIsolation, pagewiseAssets } from './src/vite.js';
@@ -18,10 +19,11 @@ const demoAtRoot: Plugin = {
 
 /** The long suites (see `test.projects`): minutes each by design, so they run in npm run test:slow, not npm test. */
 const LONG = [
-  'tests/node/system/fault-*.test.ts',
+  'tests/node/system/fault-crash.test.ts',
+  'tests/node/system/fault-fuzz.test.ts',
   'tests/node/surfaces/fault-surfaces.test.ts',
-  'tests/node/system/long-run-*.test.ts',
-  'tests/node/system/determinism.test.ts',
+  'tests/node/system/long-run-scaling.test.ts',
+  'tests/node/system/long-run-store.test.ts',
   'tests/node/edge/edge-long.test.ts',
   'tests/node/engine/*-property*.test.ts',
   'tests/node/engine/sync-bulk.test.ts',
@@ -58,9 +60,10 @@ export default defineConfig({
     },
   },
   test: {
-    // Two projects: `unit` is what npm test runs after every change; `long` holds the suites that take minutes by
-    // design — fault injection and fuzzing, crash and kill recovery, long conversations, model-checked sync and branch
-    // runs, linear-time proofs, the MCP conformance suite — run by npm run test:slow (and test:all, and CI).
+    // Two projects: `unit` is what npm test runs after every change (fault injection's breakout checks, the
+    // regressions and determinism included); `long` holds the suites that take minutes by design — fuzzing, crash and
+    // kill recovery, long conversations, model-checked sync and branch runs, linear-time proofs, the MCP conformance
+    // suite — run by npm run test:slow (and test:all, and CI).
     projects: [
       { extends: true, test: { name: 'unit', include: ['tests/node/**/*.test.ts'], exclude: LONG } },
       { extends: true, test: { name: 'long', include: LONG } },
@@ -71,5 +74,8 @@ export default defineConfig({
     testTimeout: 300_000,
     hookTimeout: 300_000,
     pool: 'forks',
+    // Vitest's default is one worker fewer than the cores: one on a 2-core machine, where most of a test's time is
+    // spent waiting on child processes, workerd and the model's thread. Two keep both cores busy.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 });
