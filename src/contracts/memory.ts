@@ -40,8 +40,8 @@ export interface Memory {
    * that name things — people, places, objects, activities — not the wording around them (`noted`, `appreciate`),
    * and not its background (a tag on most exchanges); most used first, at most `limit` (an integer from 1 to 200,
    * default 24). In a conversation of up to 16 exchanges, while there is room, things said once follow — each
-   * exchange's first before any exchange's second — so ten messages about ten things name all ten. Retrieval still
-   * uses every tag (`tags()`).
+   * exchange's first before any exchange's second — so ten messages about ten things name all ten (the
+   * `<context-topics>` hint keeps to the repeated ones). Retrieval still uses every tag (`tags()`).
    */
   topics(conversationId: string, options?: { limit?: number }): Promise<TagStat[]>;
   /** Manual and detected tag aliases. */

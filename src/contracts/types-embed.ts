@@ -33,6 +33,10 @@ export interface ModelProgress {
   modelId: string;
   /** 'loading' with a fraction (0..1) when known, then 'ready'. */
   status: 'loading' | 'ready';
+  /**
+   * The share of `file` fetched so far (0..1), reported at each whole percent. It is per file, not for the whole
+   * model (no one knows the total size up front): it starts again for each file, and files can load side by side.
+   */
   progress?: number;
   /** The file being fetched, when known. */
   file?: string;

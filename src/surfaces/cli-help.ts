@@ -98,7 +98,7 @@ export function commandHelp(command: string): string | undefined {
     ...help.options.map((o) => `  ${OPTION[o] ?? o}`),
     '',
     'Example:',
-    `  ${help.example.replace(/(^|\s)pagewise /, '$1npx pagewise ')}`,
+    `  ${help.example}`,
     '',
     'pagewise --help: every command · exit codes: 0 done, 1 refused or failed (the error\'s code is printed), 2 bad command line',
   ].join('\n');
