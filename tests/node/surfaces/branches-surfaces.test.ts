@@ -1,7 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { createMcpServer } from '../../../src/surfaces/mcp.js';
 import { fileStorage } from '../../../src/storage/node-file.js';
 import type { Memory } from '../../../src/contracts/memory.js';
 import type { BranchList } from '../../../src/contracts/types-branches.js';
+import { cli } from '../../support/cli.js';
 import { assistant, createMemory, user } from '../../support/helpers.js';
 
 // Branches through the surfaces: the MCP tools (list_branches, checkout_branch, remember's parentId, forget's branch)
@@ -99,11 +99,6 @@ describe('branches over MCP (the SDK\'s client)', () => {
     }
   });
 });
-
-const cli = (...args: string[]) => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../../../src/surfaces/cli.ts'), ...args], { encoding: 'utf8', timeout: 120_000 });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-};
 
 describe('npx pagewise branches / checkout (the CLI, on a database file)', () => {
   it('prints the branches as a table, switches branch, and refuses bad command lines (2) and unknown ids (1)', async () => {

@@ -1,23 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Memory } from '../../../src/index.js';
 import { createMemory, user } from '../../support/helpers.js';
+import { EXAMPLE, EXAMPLE_QUESTION } from '../../../demo/example.js';
 
 let memory: Memory | undefined;
 afterEach(async () => { await memory?.close(); memory = undefined; });
 
-// Ten messages, most subjects said once (only the sister comes back), as a first chat with the demo goes.
-const TEN = [
-  'Hi! I am planning a trip to Japan in October with my partner Sam.',
-  'My sister Priya moves to Lisbon on the 14th of March.',
-  'We want to see the temples in Kyoto and maybe hike part of the Kumano Kodo.',
-  'I started learning the guitar last month, mostly folk songs.',
-  'Work is busy: we are migrating our billing service to Postgres.',
-  'My dog Biscuit hates thunderstorms, any tips to calm him?',
-  'I am trying to cook more vegetarian dinners this winter.',
-  'The book club is reading The Left Hand of Darkness next.',
-  'Our kitchen renovation should be done before the holidays.',
-  'When does my sister move, and where to?',
-];
+// A first chat with the demo: its ten example messages, then its question (most subjects said once; only the sister
+// comes back).
+const FIRST_CHAT = [...EXAMPLE, EXAMPLE_QUESTION];
 
 async function chat(messages: readonly string[]): Promise<Memory> {
   const m = await createMemory();
@@ -27,7 +18,7 @@ async function chat(messages: readonly string[]): Promise<Memory> {
 
 describe('topics() of a short conversation', () => {
   it('names the things said once, each message before any twice, after those said more than once', async () => {
-    memory = await chat(TEN);
+    memory = await chat(FIRST_CHAT);
     const topics = await memory.topics('c');
     const tags = topics.map((t) => t.tag);
     expect(tags[0]).toBe('sister');
@@ -45,7 +36,7 @@ describe('topics() of a short conversation', () => {
 
   it('names only what came back once the conversation is longer', async () => {
     const more = ['Japan', 'Kyoto', 'Postgres', 'Biscuit', 'Japan', 'Kyoto', 'Postgres', 'Biscuit'].map((thing, i) => `Day ${i + 1}: more about ${thing} today.`);
-    memory = await chat([...TEN, ...more]);
+    memory = await chat([...FIRST_CHAT, ...more]);
     const topics = await memory.topics('c');
     expect(topics.map((t) => t.tag)).toEqual(expect.arrayContaining(['japan', 'kyoto', 'postgres', 'biscuit', 'sister']));
     expect(topics.every((t) => t.units > 1)).toBe(true);
