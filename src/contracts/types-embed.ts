@@ -34,8 +34,9 @@ export interface ModelProgress {
   /** 'loading' with a fraction (0..1) when known, then 'ready'. */
   status: 'loading' | 'ready';
   /**
-   * The share of `file` fetched so far (0..1), reported at each whole percent. It is per file, not for the whole
-   * model (no one knows the total size up front): it starts again for each file, and files can load side by side.
+   * The share (0..1) of the bytes of the files requested so far that have arrived, reported at each 1% step and when a
+   * file's first bytes come. It is not the whole model's share (no one knows the total size up front): a file
+   * requested later adds its size, so the share can go down, and it reads 1 between files.
    */
   progress?: number;
   /** The file being fetched, when known. */

@@ -138,7 +138,8 @@ function progressFetch(base, onProgress) {
   /** @type {Map<string, { loaded: number, total: number }>} */
   const files = new Map();
   let reported = -1;
-  let reportedFile = '';
+  /** Files whose first bytes were reported. */
+  const heard = new Set();
   const report = (/** @type {string} */ file) => {
     let loaded = 0;
     let total = 0;
@@ -146,9 +147,9 @@ function progressFetch(base, onProgress) {
     const progress = total > 0 ? loaded / total : 0;
     // Every 1% either way, and a file's first bytes: a file requested after smaller ones lowers the share (its size
     // joins the total), and its download must be heard, not wait until it passes the share reached before it.
-    if (file === reportedFile && Math.abs(progress - reported) < 0.01 && progress < 1) return;
+    if (heard.has(file) && Math.abs(progress - reported) < 0.01 && progress < 1) return;
     reported = progress;
-    reportedFile = file;
+    heard.add(file);
     onProgress({ status: 'loading', progress, file });
   };
   return async (input, init) => {
