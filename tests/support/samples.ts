@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import MarkdownIt from 'markdown-it';
 import type Token from 'markdown-it/lib/token.mjs';
+import { parse, printParseErrorCode, type ParseError } from 'jsonc-parser';
 
 export type Runtime = 'node' | 'browser' | 'edge';
 export const RUNTIMES: readonly Runtime[] = ['node', 'browser', 'edge'];
@@ -105,26 +106,13 @@ function claimsOf(file: SampleFile): Claim[] {
   return out;
 }
 
-/** JSON with comments and trailing commas (wrangler.jsonc): comments and those commas dropped, strings kept whole. */
+/** JSON with comments and trailing commas (wrangler.jsonc), read by jsonc-parser (the parser VS Code uses for it). */
 export function parseJsonc(text: string): unknown {
-  let out = '';
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === '"') {
-      const start = i;
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
-      out += text.slice(start, i + 1);
-    } else if (c === '/' && text[i + 1] === '/') {
-      while (i < text.length && text[i] !== '\n') i++;
-      out += '\n';
-    } else if (c === '/' && text[i + 1] === '*') {
-      const end = text.indexOf('*/', i + 2);
-      i = end < 0 ? text.length : end + 1;
-      out += ' ';
-    } else out += c;
-  }
-  // Trailing commas, now that no comment sits between them and the bracket (strings are skipped again).
-  return JSON.parse(out.replace(/"(?:[^"\\]|\\.)*"|,(\s*[}\]])/g, (m, close: string | undefined) => close ?? m));
+  const errors: ParseError[] = [];
+  const value = parse(text, errors, { allowTrailingComma: true });
+  const first = errors[0];
+  if (first) throw new Error(`${printParseErrorCode(first.error)} at character ${first.offset}`);
+  return value;
 }
 
 /**
