@@ -27,6 +27,10 @@ export type PagewiseErrorCode =
   | 'NOT_FOUND'
   | 'UNKNOWN_TOOL'
   | 'UNAUTHENTICATED'
+  /** The encryption key or passphrase given does not open this database (or the database is not encrypted). */
+  | 'WRONG_KEY'
+  /** The database is encrypted and no key or passphrase was given. */
+  | 'KEY_REQUIRED'
   /** An HTTP surface's upstream (the proxy's LLM provider) failed or refused the server's own credentials. */
   | 'UPSTREAM_ERROR';
 
@@ -36,7 +40,7 @@ export const ERROR_CODES: readonly PagewiseErrorCode[] = [
   'INVALID_CONTENT', 'EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'ATTACHMENT_TOO_LARGE', 'INVALID_TOOL_CALL', 'INVALID_DATE', 'ID_CONFLICT',
   'CONVERSATION_NOT_FOUND', 'BUDGET_EXCEEDED', 'ENGINE_CLOSED', 'STORAGE_LOCKED', 'STORAGE_UNAVAILABLE',
   'STORAGE_ERROR', 'STORAGE_FULL', 'WORKER_FAILED', 'LLM_ERROR', 'TAGGER_ERROR', 'EMBEDDING_ERROR', 'ABORTED', 'NOT_FOUND', 'UNKNOWN_TOOL',
-  'UNAUTHENTICATED', 'UPSTREAM_ERROR',
+  'UNAUTHENTICATED', 'UPSTREAM_ERROR', 'WRONG_KEY', 'KEY_REQUIRED',
 ];
 
 /**

@@ -3,7 +3,7 @@ import type { AliasApi, Attachment, CostReport, ExportData, ForgetInput, ForgetR
 import type { BranchList } from './types-branches.js';
 import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState, SyncStateOptions } from './types-sync.js';
 import type {
-  AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
+  AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, EncryptionOptions, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
 } from './types.js';
 
 /** The engine: the two hooks around an LLM call, plus inspection. Same methods in-process and over a worker. */
@@ -85,6 +85,12 @@ export interface Memory {
   import(data: ExportData): Promise<ImportReport>;
   /** The SQLite database's bytes (a backup): open them with `sqliteWasm({ bytes })`. */
   exportDatabase(): Promise<Uint8Array>;
+  /**
+   * Changes the key the database is encrypted with, in place and crash-safe (a kill leaves it opening with the old
+   * key or the new one); with a plain database, encrypts it; with `null`, decrypts it back to a plain SQLite file.
+   * Keys are never logged or kept beyond the database's sealed key slot.
+   */
+  rekey(encryption: EncryptionOptions | null): Promise<void>;
   /**
    * Brings this memory and `other` (another Memory — in-process, the worker client, a Durable Object stub — or
    * `remoteMemory(url, { token })`) to the same turns in the same order: each gets the turns it lacks, forgets travel

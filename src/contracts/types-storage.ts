@@ -61,8 +61,36 @@ export interface StorageDriver {
   export?(): MaybePromise<Uint8Array>;
   /** Release the database. Further calls fail with `ENGINE_CLOSED`. */
   close(): MaybePromise<void>;
+  /** True while pagewise encrypts this database at rest (see EncryptionOptions). */
+  readonly encrypted?: boolean;
+  /**
+   * Changes the key in place, crash-safely; encrypts a plain database (`encryption` given) or decrypts one (`null`).
+   * Drivers that cannot (Durable Object SQL) leave it out.
+   */
+  rekey?(encryption: EncryptionOptions | null): MaybePromise<void>;
 }
 
 /** A driver, or a function that makes one (drivers that load WASM are made lazily). */
 export type StorageOption = StorageDriver | (() => MaybePromise<StorageDriver>);
 
+
+/**
+ * Encryption at rest: every byte the store writes (turns, summaries, tags, vectors, the full-text index, the journal)
+ * is sealed page by page with XChaCha20-Poly1305 under a random data key, itself sealed under what you give here.
+ * Give exactly one of `key` and `passphrase`. A wrong one fails with `WRONG_KEY`, an encrypted database opened
+ * without one with `KEY_REQUIRED`; neither changes a byte. `memory.rekey()` changes it.
+ */
+export interface EncryptionOptions {
+  /**
+   * 32 random bytes (`crypto.getRandomValues(new Uint8Array(32))`), or an AES-GCM `CryptoKey` with the usages
+   * `encrypt` and `decrypt` — it may be non-extractable, e.g. kept in IndexedDB so the page never sees its bytes.
+   */
+  key?: Uint8Array | CryptoKey;
+  /** A passphrase, stretched with Argon2id (its salt and cost are stored in the database's header). */
+  passphrase?: string;
+  /**
+   * Argon2id's cost when a passphrase is set (opening uses what the header says). Default: 19,456 KiB and 2
+   * iterations, OWASP's minimum; raise them where devices allow.
+   */
+  kdf?: { memoryKiB?: number; iterations?: number };
+}

@@ -17,7 +17,7 @@ export { RETAG_ALL_TURNS } from './data-forget.js';
 export function dataApi(d: DataDeps) {
   const remove = createRemoval(d);
   const sync = createSyncStore(d.driver);
-  const { export: exportData, exportDatabase } = exportApi(d);
+  const { export: exportData, exportDatabase, rekey } = exportApi(d);
   return {
     ...forgetApi({ ...d, remove, sync }),
     ...syncReadApi({ driver: d.driver, sync, attachments: d.attachments, serial: d.serial, tree: d.tree }),
@@ -25,6 +25,7 @@ export function dataApi(d: DataDeps) {
     export: exportData,
     ...importApi({ ...d, turnRows: (conversationId, where, params) => turnRows(d.driver, conversationId, where, params), remove }),
     exportDatabase,
+    rekey,
   };
 }
 

@@ -5,7 +5,7 @@ import type { DataDeps, ExportData, ExportedConversation, ExportedTurn } from '.
 import { PagewiseError } from '../contracts/errors.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import { compareKeys, forkPoint, headOf, type TreeStore } from '../store/tree.js';
-import type { StorageDriver } from '../contracts/types.js';
+import type { EncryptionOptions, StorageDriver } from '../contracts/types.js';
 import type { Attachment } from '../contracts/types-data.js';
 import type { AttachmentInfo, AttachmentStore } from '../store/attachment-store.js';
 import { toBase64 } from '../common/parts.js';
@@ -38,6 +38,22 @@ export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' |
           throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE, `The ${driver.name} storage cannot give its database's bytes; export the conversations with memory.export() instead.`);
         }
         return driver.export();
+      });
+    },
+
+    /**
+     * Changes the database's encryption key in place (crash-safe), encrypts a plain database (`encryption` given) or
+     * decrypts it (`null`). Taken between operations, like an export.
+     */
+    rekey(encryption: EncryptionOptions | null): Promise<void> {
+      return serial(async () => {
+        if (encryption === undefined) {
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'rekey() needs the new key: { key } or { passphrase }, or null to decrypt the database in place.', { path: 'encryption' });
+        }
+        if (!driver.rekey) {
+          throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE, `The ${driver.name} storage is not encrypted by pagewise and cannot be (a Durable Object's storage is encrypted at rest by Cloudflare); rekey() works on fileStorage(), sqliteWasm() and connect().`);
+        }
+        await driver.rekey(encryption);
       });
     },
   };

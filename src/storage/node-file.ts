@@ -6,7 +6,10 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { threadId } from 'node:worker_threads';
 import type { Database, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../contracts/errors.js';
-import type { StorageDriver } from '../contracts/types.js';
+import type { EncryptionOptions, StorageDriver } from '../contracts/types.js';
+import { recoverConversion } from './crypt-convert.js';
+import { type CryptState, planOpen, readEncryption, withEncryption } from './crypt-driver.js';
+import { installCryptVfs } from './crypt-vfs.js';
 import { MODULE, VFS_NAME, type VfsState, codeOf, installNodeVfs } from './node-vfs.js';
 import { createSqliteDriver, loadSqlite3 } from './sqlite-wasm.js';
 
@@ -20,6 +23,11 @@ export interface FileStorageOptions {
   synchronous?: 'full' | 'normal';
   /** An initialised sqlite3 module, when the app loads it itself. */
   sqlite3?: Sqlite3Static;
+  /**
+   * Encrypt the file at rest: `{ key }` (32 bytes) or `{ passphrase }` (see EncryptionOptions). Every page, the
+   * journal and every export are sealed; the file opens only with its key (WRONG_KEY, KEY_REQUIRED otherwise).
+   */
+  encryption?: EncryptionOptions;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,6 +155,7 @@ export function fileStorage(path: string, options: FileStorageOptions = {}): () 
   if (synchronous !== 'full' && synchronous !== 'normal') {
     throw new PagewiseError('INVALID_OPTIONS', MODULE, `Unknown synchronous "${String(synchronous)}": use "full" or "normal".`);
   }
+  const key = readEncryption(options.encryption);
   return async () => {
     const dbPath = databasePath(path);
     let sqlite3: Sqlite3Static;
@@ -159,31 +168,48 @@ export function fileStorage(path: string, options: FileStorageOptions = {}): () 
     const release = acquireLock(dbPath);
     const seq = vfs.lastError.seq;
     let db: Database | undefined;
+    let state: CryptState;
+    // The lock file keeps other connections out, so SQLite may keep its lock (and its page cache) between
+    // transactions: a read costs no syscall. The rollback journal file then stays open between transactions; a
+    // commit truncates it to nothing (synced), so no page image of an earlier state (a forgotten text) stays in
+    // it, nor does a VACUUM's copy of the whole database. It is deleted at close. (Zeroing its header instead,
+    // journal_size_limit = -1, commits single rows about 20% faster but keeps the last transaction's old pages.)
+    const open = (on: string): Database => {
+      const opened = new sqlite3.oo1.DB({ filename: dbPath, flags: 'c', vfs: on });
+      try {
+        opened.exec([
+          'PRAGMA locking_mode = EXCLUSIVE',
+          'PRAGMA journal_mode = DELETE',
+          'PRAGMA journal_size_limit = 0',
+          `PRAGMA synchronous = ${synchronous.toUpperCase()}`,
+          'PRAGMA foreign_keys = ON',
+          // Temporary tables and sorts stay in memory: nothing unsealed reaches a file.
+          ...(on === VFS_NAME ? [] : ['PRAGMA temp_store = MEMORY']),
+        ].join(';'));
+        // Reads the header: a file that is not a database fails here, not at the first query. Rolls back a hot journal.
+        opened.exec('SELECT count(*) FROM sqlite_schema');
+        return opened;
+      } catch (error) {
+        try { opened.close(); } catch { /* closing a failed open */ }
+        throw error;
+      }
+    };
     try {
-      db = new sqlite3.oo1.DB({ filename: dbPath, flags: 'c', vfs: VFS_NAME });
-      // The lock file keeps other connections out, so SQLite may keep its lock (and its page cache) between
-      // transactions: a read costs no syscall. The rollback journal file then stays open between transactions; a
-      // commit truncates it to nothing (synced), so no page image of an earlier state (a forgotten text) stays in
-      // it, nor does a VACUUM's copy of the whole database. It is deleted at close. (Zeroing its header instead,
-      // journal_size_limit = -1, commits single rows about 20% faster but keeps the last transaction's old pages.)
-      db.exec([
-        'PRAGMA locking_mode = EXCLUSIVE',
-        'PRAGMA journal_mode = DELETE',
-        'PRAGMA journal_size_limit = 0',
-        `PRAGMA synchronous = ${synchronous.toUpperCase()}`,
-        'PRAGMA foreign_keys = ON',
-      ].join(';'));
-      // Reads the header: a file that is not a database fails here, not at the first query. Rolls back a hot journal.
-      db.exec('SELECT count(*) FROM sqlite_schema');
+      // A conversion (plain to encrypted or back) a kill interrupted is finished first; then the key is checked
+      // against the file's header before SQLite reads it, so a wrong or missing key writes nothing.
+      recoverConversion(installCryptVfs(sqlite3, VFS_NAME).under, dbPath);
+      const plan = await planOpen(sqlite3, VFS_NAME, dbPath, key, `The database file "${dbPath}"`);
+      db = open(plan.vfs);
+      state = { ctx: plan.ctx, file: { crypt: plan.crypt, name: dbPath, reopen: open } };
     } catch (cause) {
-      try { db?.close(); } catch { /* closing a failed open */ }
       release();
+      if (cause instanceof PagewiseError) throw cause;
       const text = String((cause as Error)?.message ?? cause);
       const os = vfs.lastError.seq !== seq ? ` (file system: ${vfs.lastError.message})` : '';
       throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE, `Could not open the database file "${dbPath}": ${text}${os}. Is it a SQLite database, readable and writable?`, { cause });
     }
     // SQLite removes the emptied journal as it closes; then the lock goes.
-    const driver = createSqliteDriver(sqlite3, db, 'sqlite-wasm:node-file', release);
+    const driver = withEncryption(createSqliteDriver(sqlite3, db, 'sqlite-wasm:node-file', release), state);
     return withOsErrors(driver, vfs);
   };
 }
@@ -211,5 +237,12 @@ function withOsErrors(driver: StorageDriver, vfs: VfsState): StorageDriver {
       try { return driver.export!(); } catch (e) { throw explain(e, seq); }
     },
     close: () => driver.close(),
+    get encrypted() { return driver.encrypted; },
+    rekey(encryption) {
+      const seq = vfs.lastError.seq;
+      try {
+        return Promise.resolve(driver.rekey!(encryption)).catch((e: unknown) => { throw explain(e, seq); });
+      } catch (e) { throw explain(e, seq); }
+    },
   } as StorageDriver;
 }

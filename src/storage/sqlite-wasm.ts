@@ -1,6 +1,11 @@
 import type { Database, PreparedStatement, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../contracts/errors.js';
-import type { Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
+import type { EncryptionOptions, Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
+import { type CryptState, type SqliteDriver, newHeader, planOpen, plainImage, readEncryption, withEncryption, writeImportedImage } from './crypt-driver.js';
+import { recoverConversion } from './crypt-convert.js';
+import { DEFAULT_PAGE_SIZE } from './crypt-driver.js';
+import { installCryptVfs } from './crypt-vfs.js';
+import { quotaCheck } from './opfs-quota.js';
 import { checkLimits } from './limits.js';
 
 /** Options of the sqlite-wasm driver. */
@@ -27,6 +32,11 @@ export interface SqliteWasmOptions {
    * the edge's limits in Node. The driver declares what is in force.
    */
   limits?: Partial<StorageLimits>;
+  /**
+   * Encrypt the database at rest (OPFS), and its exports: `{ key }` or `{ passphrase }` (see EncryptionOptions).
+   * In memory nothing is at rest, so the key seals `exportDatabase()` and opens encrypted `bytes`.
+   */
+  encryption?: EncryptionOptions;
 }
 
 const MODULE = 'sqlite-wasm';
@@ -82,7 +92,8 @@ function deserialize(sqlite3: Sqlite3Static, db: Database, bytes: Uint8Array): v
   }
 }
 
-async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: string, bytes?: Uint8Array): Promise<{ db: Database; release: () => void; pool: SAHPoolUtil }> {
+async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: string, bytes: Uint8Array | undefined,
+  key: ReturnType<typeof readEncryption>): Promise<{ db: Database; release: () => void; pool: SAHPoolUtil; state: CryptState }> {
   if (typeof (globalThis.navigator as Navigator | undefined)?.storage?.getDirectory !== 'function' || typeof (globalThis as { importScripts?: unknown }).importScripts !== 'function') {
     throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE,
       'opfs-sahpool needs a dedicated Web Worker with OPFS (navigator.storage.getDirectory). Run the engine with connect() from pagewise/client, or use vfs: "memory".');
@@ -96,8 +107,16 @@ async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: str
       pool = await sqlite3.installOpfsSAHPoolVfs({ name: `pagewise-sahpool${directory.replace(/[^a-z0-9]/gi, '-')}`, directory, preserveOnInitFailure: true });
       pools.set(directory, pool);
     }
-    if (bytes && !pool.getFileNames().includes(`/${filename}`)) await pool.importDb(`/${filename}`, bytes);
-    return { db: new pool.OpfsSAHPoolDb(`/${filename}`), release, pool };
+    const name = `/${filename}`;
+    const where = `The OPFS database "${directory}/${filename}"`;
+    const { under } = installCryptVfs(sqlite3, pool.vfsName);
+    recoverConversion(under, name);
+    if (bytes && !pool.getFileNames().includes(name)) {
+      if (!(await writeImportedImage(under, name, bytes, key))) await pool.importDb(name, bytes);
+    }
+    const opened = await planOpen(sqlite3, pool.vfsName, name, key, where);
+    const reopen = (vfs: string): Database => new sqlite3.oo1.DB({ filename: name, vfs });
+    return { db: reopen(opened.vfs), release, pool, state: { ctx: opened.ctx, file: { crypt: opened.crypt, name, reopen } } };
   } catch (cause) {
     release();
     if (cause instanceof PagewiseError) throw cause;
@@ -105,39 +124,6 @@ async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: str
     const code = /access handle/i.test(text) ? 'STORAGE_LOCKED' : 'STORAGE_UNAVAILABLE';
     throw new PagewiseError(code, MODULE, `Could not open the OPFS database "${directory}/${filename}": ${text}`, { cause });
   }
-}
-
-// What the quota probe writes: the most a transaction of pagewise's usually grows the database by.
-const PROBE_BYTES = 256 * 1024;
-
-/**
- * A failed OPFS write is STORAGE_FULL when the origin has no room left: the access handle's write threw
- * QuotaExceededError, which the VFS reports as a plain I/O error. Told apart by writing a probe file of the size a
- * transaction needs (the quota is enforced on writes; `estimate()` may not show an enterprise or emulated limit).
- */
-async function quotaCheck(error: PagewiseError): Promise<PagewiseError> {
-  const storage = (globalThis.navigator as Navigator | undefined)?.storage;
-  if (!storage?.getDirectory) return error;
-  const name = '.pagewise-quota-probe';
-  let full = false;
-  try {
-    const root = await storage.getDirectory();
-    try {
-      const writable = await (await root.getFileHandle(name, { create: true })).createWritable();
-      await writable.write(new Uint8Array(PROBE_BYTES));
-      await writable.close();
-    } finally {
-      await root.removeEntry(name).catch(() => undefined);
-    }
-  } catch (probe) {
-    full = (probe as { name?: unknown })?.name === 'QuotaExceededError';
-  }
-  if (!full) return error;
-  const estimate = await storage.estimate?.().catch(() => undefined);
-  const used = estimate?.usage === undefined ? '' : ` (${(estimate.usage / 1e6).toFixed(1)} MB used)`;
-  return new PagewiseError('STORAGE_FULL', MODULE,
-    `The browser's storage quota for this site is used up${used}; the write was rolled back. Free space (memory.forget(), or other data of this site), or ask for persistent storage with navigator.storage.persist().`,
-    { cause: error });
 }
 
 function wrapError(cause: unknown, sql: string): PagewiseError {
@@ -166,6 +152,7 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
     throw new PagewiseError('INVALID_OPTIONS', MODULE, 'bytes must be a Uint8Array, as memory.exportDatabase() gives.');
   }
   const limits = checkLimits(options.limits, MODULE, 'limits', true);
+  const key = readEncryption(options.encryption);
   const filename = options.filename ?? 'pagewise.sqlite3';
   const directory = options.directory ?? '.pagewise';
   return async () => {
@@ -177,24 +164,38 @@ export function sqliteWasm(options: SqliteWasmOptions = {}): () => Promise<Stora
     }
     let db: Database;
     let onClose = (): void => {};
+    let state: CryptState;
     if (vfs === 'memory') {
+      const image = options.bytes ? await plainImage(options.bytes, key) : undefined;
+      state = { ctx: image?.ctx ?? (key ? await newHeader(key, DEFAULT_PAGE_SIZE) : undefined) };
       db = new sqlite3.oo1.DB(':memory:', 'c');
-      if (options.bytes) deserialize(sqlite3, db, options.bytes);
+      if (image) deserialize(sqlite3, db, image.plain);
     } else {
-      const opened = await openOpfs(sqlite3, filename, directory, options.bytes);
+      const opened = await openOpfs(sqlite3, filename, directory, options.bytes, key);
       db = opened.db;
+      state = opened.state;
       // Pausing releases the access handles, so another tab can open the pool once this engine is closed.
       onClose = () => { opened.pool.pauseVfs(); opened.release(); };
     }
-    db.exec('PRAGMA foreign_keys = ON');
+    const configure = (d: Database): Database => {
+      d.exec('PRAGMA foreign_keys = ON');
+      // Temporary tables and sorts stay in memory: nothing unsealed reaches a file.
+      if (state.ctx) d.exec('PRAGMA temp_store = MEMORY');
+      lowerLimits(sqlite3, d, limits);
+      return d;
+    };
     try {
-      lowerLimits(sqlite3, db, limits);
+      configure(db);
     } catch (error) {
       db.close();
       onClose();
       throw error;
     }
-    return createSqliteDriver(sqlite3, db, `sqlite-wasm:${vfs}`, onClose, vfs === 'opfs-sahpool' ? quotaCheck : undefined);
+    if (state.file) {
+      const reopen = state.file.reopen;
+      state.file.reopen = (to) => configure(reopen(to));
+    }
+    return withEncryption(createSqliteDriver(sqlite3, db, `sqlite-wasm:${vfs}`, onClose, vfs === 'opfs-sahpool' ? quotaCheck : undefined), state);
   };
 }
 
@@ -241,13 +242,38 @@ interface RawColumnApi {
 // about as much as running it.
 const STATEMENT_CACHE = 128;
 
-/** Wraps an open oo1 database as a StorageDriver. */
-export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: string, onClose: () => void = () => {},
-  classify?: (error: PagewiseError) => Promise<PagewiseError>): StorageDriver {
-  let closed = false;
-  // Rows are read through the raw WebAssembly exports: oo1's row objects cost 5×, the wrapped C API 2×.
+/** The current row of `stmt`, read through the raw WebAssembly exports: oo1's row objects cost 5×, the wrapped C API 2×. */
+function readRow(sqlite3: Sqlite3Static, stmt: PreparedStatement, names: string[], utf8: TextDecoder): Row {
   const raw = sqlite3.wasm.exports as unknown as RawColumnApi;
-  const heap = () => sqlite3.wasm.heap8u();
+  const p = stmt.pointer!;
+  const row: Row = {};
+  for (let c = 0; c < names.length; c++) {
+    switch (raw.sqlite3_column_type(p, c)) {
+      // Integers up to 2^53 are exact as doubles (seqs, counts, milliseconds); larger ones come back as oo1 gives
+      // them (a BigInt).
+      case SQLITE_INTEGER: {
+        const n = raw.sqlite3_column_double(p, c);
+        row[names[c]!] = Number.isSafeInteger(n) ? n : stmt.get(c) as SqlValue;
+        break;
+      }
+      case SQLITE_FLOAT: row[names[c]!] = raw.sqlite3_column_double(p, c); break;
+      case SQLITE_TEXT: {
+        const at = raw.sqlite3_column_text(p, c);
+        row[names[c]!] = utf8.decode(sqlite3.wasm.heap8u().subarray(at, at + raw.sqlite3_column_bytes(p, c)));
+        break;
+      }
+      case SQLITE_NULL: row[names[c]!] = null; break;
+      default: row[names[c]!] = stmt.get(c) as SqlValue;
+    }
+  }
+  return row;
+}
+
+/** Wraps an open oo1 database as a StorageDriver. */
+export function createSqliteDriver(sqlite3: Sqlite3Static, opened: Database, name: string, onClose: () => void = () => {},
+  classify?: (error: PagewiseError) => Promise<PagewiseError>): SqliteDriver {
+  let db = opened;
+  let closed = false;
   // ignoreBOM: a default decoder drops a leading U+FEFF, so '\uFEFFdave' would read back as 'dave' and ids meet.
   const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
   const statements = new Map<string, PreparedStatement>();
@@ -279,30 +305,7 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
         return;
       }
       const names = stmt.getColumnNames();
-      const p = stmt.pointer!;
-      while (stmt.step()) {
-        const row: Row = {};
-        for (let c = 0; c < names.length; c++) {
-          switch (raw.sqlite3_column_type(p, c)) {
-            // Integers up to 2^53 are exact as doubles (seqs, counts, milliseconds); larger ones come back as oo1
-            // gives them (a BigInt).
-            case SQLITE_INTEGER: {
-              const n = raw.sqlite3_column_double(p, c);
-              row[names[c]!] = Number.isSafeInteger(n) ? n : stmt.get(c) as SqlValue;
-              break;
-            }
-            case SQLITE_FLOAT: row[names[c]!] = raw.sqlite3_column_double(p, c); break;
-            case SQLITE_TEXT: {
-              const at = raw.sqlite3_column_text(p, c);
-              row[names[c]!] = utf8.decode(heap().subarray(at, at + raw.sqlite3_column_bytes(p, c)));
-              break;
-            }
-            case SQLITE_NULL: row[names[c]!] = null; break;
-            default: row[names[c]!] = stmt.get(c) as SqlValue;
-          }
-        }
-        rows.push(row);
-      }
+      while (stmt.step()) rows.push(readRow(sqlite3, stmt, names, utf8));
     } finally {
       // After a failed step, reset() repeats that step's error: the one already on its way out.
       try { stmt.reset(true); } catch { /* reported by step() */ }
@@ -357,6 +360,12 @@ export function createSqliteDriver(sqlite3: Sqlite3Static, db: Database, name: s
         statements.clear();
         db.close();
       } finally { onClose(); }
+    },
+    replaceDatabase(swap: (close: () => void) => Database): void {
+      ensureOpen();
+      for (const stmt of statements.values()) stmt.finalize();
+      statements.clear();
+      db = swap(() => db.close());
     },
   };
 }
