@@ -40,14 +40,18 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
   const api: WorkerApi = {
     async open(options: WorkerMemoryOptions, onEmbeddingProgress?: WorkerCallbacks['onEmbeddingProgress'], onModelProgress?: WorkerCallbacks['onModelProgress']) {
       if (memory || owner) throw new PagewiseError('INVALID_ARGUMENT', 'worker', 'This worker already serves a memory; use one worker per connect().');
-      const { storage, fallback = 'none', ...rest } = options ?? {};
+      const { storage, fallback = 'none', encryption, ...rest } = options ?? {};
+      if (encryption !== undefined && overrides.storage) {
+        throw new PagewiseError('INVALID_OPTIONS', 'worker', 'This worker serves its own storage (serveMemory({ storage })): give `encryption` to that storage, not to connect().', { path: 'encryption' });
+      }
+      const sealed = encryption === undefined ? {} : { encryption };
       if (fallback !== 'none' && fallback !== 'memory') {
         throw new PagewiseError('INVALID_OPTIONS', 'worker', `\`fallback\` must be "memory" (run in memory for the session when OPFS cannot open) or "none" (the default: fail with STORAGE_UNAVAILABLE); got ${describe(fallback)}.`, { path: 'fallback' });
       }
       const opfs = !overrides.storage && (storage?.vfs ?? 'opfs-sahpool') === 'opfs-sahpool';
       const channelName = `pagewise-tabs:${storage?.directory ?? '.pagewise'}/${storage?.filename ?? 'pagewise.sqlite3'}`;
       // Callbacks are Comlink proxies: fire and forget (a page that went away must not stall the engine).
-      const make = (driver: StorageOption = overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage })) => createMemory({
+      const make = (driver: StorageOption = overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage, ...sealed })) => createMemory({
         ...rest,
         storage: driver,
         ...(onEmbeddingProgress ? { onEmbeddingProgress: (p) => { void Promise.resolve(onEmbeddingProgress(p)).catch(() => undefined); } } : {}),
@@ -72,7 +76,7 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
           }
           // OPFS cannot open here: the same engine on an in-memory database, reported as such (never silently).
           try {
-            memory = await make(sqliteWasm({ vfs: 'memory' }));
+            memory = await make(sqliteWasm({ vfs: 'memory', ...sealed }));
           } catch {
             throw error;
           }

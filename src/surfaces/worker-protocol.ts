@@ -1,5 +1,5 @@
 import type { Memory } from '../contracts/memory.js';
-import type { EmbeddingProgress, LlmOptions, MemoryOptions, ModelProgress, RankingWeights, RemoteEmbeddingOptions, TransformersOptions } from '../contracts/types.js';
+import type { EmbeddingProgress, EncryptionOptions, LlmOptions, MemoryOptions, ModelProgress, RankingWeights, RemoteEmbeddingOptions, TransformersOptions } from '../contracts/types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -43,6 +43,11 @@ export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'to
   tagger?: 'keyword' | 'llm';
   summarizer?: 'extractive' | 'llm';
   storage?: WorkerStorageOptions;
+  /**
+   * Encrypt the OPFS database at rest (and the in-memory fallback's exports): `{ key }` — 32 bytes, or an AES-GCM
+   * `CryptoKey`, which may be non-extractable — or `{ passphrase }`. Sent to the worker once, with `open`.
+   */
+  encryption?: EncryptionOptions;
   /** The embedder as data; the worker loads it. */
   embedder?: TransformersOptions | RemoteEmbeddingOptions | false;
 }

@@ -13,6 +13,9 @@ export function harness(page: Page) {
     close: () => page.evaluate(() => (globalThis as any).harness.close()) as Promise<Outcome>,
     wipe: (dirs: string[]) => page.evaluate((d) => (globalThis as any).harness.wipe(d), dirs),
     opfsHolds: (directory: string, word: string) => page.evaluate(([d, w]) => (globalThis as any).harness.opfsHolds(d, w), [directory, word] as const) as Promise<{ found: boolean; bytes: number }>,
+    opfsScan: (directory: string, words: string[], runs: string[] = []) => page.evaluate(([d, w, r]) => (globalThis as any).harness.opfsScan(d, w, r), [directory, words, runs] as const) as Promise<{ name: string; size: number; sha256: string; words: string[]; runs: number }[]>,
+    vectorsOf: (directory: string, keyHex: string) => page.evaluate(([d, k]) => (globalThis as any).harness.vectorsOf(d, k), [directory, keyHex] as const) as Promise<{ vectors?: string[]; error?: string }>,
+    rekeyCryptoKey: () => page.evaluate(() => (globalThis as any).harness.rekeyCryptoKey()) as Promise<Outcome>,
     opfsEntries: () => page.evaluate(() => (globalThis as any).harness.opfsEntries()) as Promise<string[]>,
     conformance: () => page.evaluate(() => (globalThis as any).harness.conformance()) as Promise<{ driver: string; results: { name: string; ok: boolean; error?: string }[] }>,
   };
