@@ -1,4 +1,5 @@
-// A child process for tests/node/storage/file-storage.test.ts, run as `node --import tsx file-storage-child.ts <mode> <path>`.
+// A child process for tests/node/storage/file-storage.test.ts, run as `node --import tsx file-storage-child.ts <mode> <path>`
+// (with PAGEWISE_TEST_KEY=<hex> in the environment, on an encrypted file).
 //   open    tries to open the file; prints {"ok":true} or {"code":…,"message":…} and exits.
 //   commit  opens the file and commits forever, one transaction per batch() call: single rows (`r <id>` once the
 //           commit returned) and, every 10th, a group of GROUP_ROWS large rows in one batch (`g <group>`). The
@@ -12,17 +13,20 @@ import { fileStorage } from '../../src/storage/node-file.js';
 
 export const GROUP_ROWS = 40;
 const [mode, path] = process.argv.slice(2);
+// PAGEWISE_TEST_KEY (hex): the file is encrypted with that key.
+const keyHex = process.env.PAGEWISE_TEST_KEY;
+const options = keyHex ? { encryption: { key: Uint8Array.from(Buffer.from(keyHex, 'hex')) } } : {};
 
 if (mode === 'open') {
   try {
-    const driver = await fileStorage(path!)();
+    const driver = await fileStorage(path!, options)();
     await driver.close();
     console.log(JSON.stringify({ ok: true }));
   } catch (e) {
     console.log(JSON.stringify(isPagewiseError(e) ? { code: e.code, message: e.message } : { error: String(e) }));
   }
 } else if (mode === 'commit') {
-  const driver = await fileStorage(path!)();
+  const driver = await fileStorage(path!, options)();
   await driver.batch([
     { sql: 'CREATE TABLE IF NOT EXISTS acked (id INTEGER PRIMARY KEY, payload TEXT NOT NULL)' },
     { sql: 'CREATE TABLE IF NOT EXISTS grouped (grp INTEGER NOT NULL, n INTEGER NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (grp, n))' },
@@ -43,7 +47,7 @@ if (mode === 'open') {
     }
   }
 } else if (mode === 'spill') {
-  const driver = await fileStorage(path!)();
+  const driver = await fileStorage(path!, options)();
   await driver.batch([
     { sql: 'CREATE TABLE base (id INTEGER PRIMARY KEY, v TEXT NOT NULL)' },
     { sql: 'CREATE TABLE big (id INTEGER PRIMARY KEY, data BLOB NOT NULL)' },

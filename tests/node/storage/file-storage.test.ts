@@ -3,6 +3,7 @@
 // over), clear errors for bad paths, and a child process killed with SIGKILL while committing: every acknowledged
 // commit is there afterwards and the file is sound.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -259,10 +260,13 @@ describe('fileStorage: clear errors', () => {
   });
 });
 
-describe('fileStorage: a process killed while committing', () => {
+// The same kills on a file encrypted at rest: the journal that rolls a kill back is sealed too.
+for (const keyHex of [undefined, randomBytes(32).toString('hex')]) describe(`fileStorage: a process killed while committing${keyHex ? ', encrypted' : ''}`, () => {
+  const open = (path: string) => fileStorage(path, keyHex ? { encryption: { key: Uint8Array.from(Buffer.from(keyHex, 'hex')) } } : {});
+  const env = keyHex ? { ...process.env, PAGEWISE_TEST_KEY: keyHex } : process.env;
   /** Starts the committing child; resolves once it has acknowledged `target` single rows. */
   function runUntil(path: string, target: number): Promise<{ proc: ChildProcess; rows: Set<number>; groups: Set<number> }> {
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, 'commit', path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, 'commit', path], { stdio: ['ignore', 'pipe', 'pipe'], env });
     const rows = new Set<number>();
     const groups = new Set<number>();
     let buffered = '';
@@ -297,7 +301,7 @@ describe('fileStorage: a process killed while committing', () => {
     for (const target of targets) {
       const { proc, rows, groups } = await runUntil(path, target);
       // While it runs, the file is its: refused here.
-      const refused = await codeOf(fileStorage(path)());
+      const refused = await codeOf(open(path)());
       expect(refused?.code).toBe('STORAGE_LOCKED');
       expect(refused?.message).toContain(`pid ${proc.pid}`);
       // 'close': the process is gone and its pipes are drained, so every acknowledgement written before it died (and
@@ -312,7 +316,7 @@ describe('fileStorage: a process killed while committing', () => {
       const journal = `${path}-journal`;
       if (existsSync(journal) && readFileSync(journal).subarray(0, 8).some((b) => b !== 0)) hot++;
 
-      const d = await fileStorage(path)();
+      const d = await open(path)();
       expect(await d.query('PRAGMA integrity_check')).toEqual([{ integrity_check: 'ok' }]);
       const present = new Set((await d.query<{ id: number }>('SELECT id FROM acked')).map((r) => r.id));
       const missing = [...acked].filter((id) => !present.has(id));
@@ -333,7 +337,7 @@ describe('fileStorage: a process killed while committing', () => {
 
   it('a kill after pages of an open transaction reached the file: the hot journal rolls them back on open', async () => {
     const path = fresh('spill');
-    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, 'spill', path], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, 'spill', path], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     let err = '';
     proc.stderr.on('data', (b: Buffer) => { err += b.toString(); });
@@ -358,7 +362,7 @@ describe('fileStorage: a process killed while committing', () => {
     expect(journal.subarray(0, 8).some((b) => b !== 0)).toBe(true);
     expect(statSync(path).size).toBeGreaterThan(before);
 
-    const d = await fileStorage(path)();
+    const d = await open(path)();
     expect(await d.query('PRAGMA integrity_check')).toEqual([{ integrity_check: 'ok' }]);
     expect(await d.query('SELECT count(*) AS n FROM big')).toEqual([{ n: 0 }]);
     expect(await d.query('SELECT count(*) AS n, max(v) AS m FROM base')).toEqual([{ n: 100, m: 'base 99' }]);
