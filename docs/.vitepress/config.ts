@@ -57,6 +57,7 @@ export default defineConfig({
           { text: 'Sync', link: '/guide/sync' },
           { text: 'Your data', link: '/guide/data' },
           { text: 'Security', link: '/guide/security' },
+          { text: 'Encryption at rest', link: '/guide/encryption' },
           { text: 'Storage', link: '/guide/storage' },
         ],
       },

@@ -118,7 +118,7 @@ export function sameSecret(a: string, b: string): boolean {
 const STATUS: Partial<Record<PagewiseErrorCode, number>> = {
   MESSAGE_TOO_LARGE: 413, NOT_FOUND: 404, CONVERSATION_NOT_FOUND: 404, UNAUTHENTICATED: 401,
   ENGINE_CLOSED: 503, STORAGE_LOCKED: 503, STORAGE_UNAVAILABLE: 503, STORAGE_FULL: 507, STORAGE_ERROR: 500, WORKER_FAILED: 500,
-  LLM_ERROR: 502, EMBEDDING_ERROR: 502, TAGGER_ERROR: 502, UPSTREAM_ERROR: 502,
+  LLM_ERROR: 502, EMBEDDING_ERROR: 502, TAGGER_ERROR: 502, UPSTREAM_ERROR: 502, WRONG_KEY: 503, KEY_REQUIRED: 503,
 };
 
 /** The HTTP status of a PagewiseError's code, as pagewise's HTTP surfaces answer it (the proxy, the sync endpoint). */
