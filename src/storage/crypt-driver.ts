@@ -136,7 +136,13 @@ export interface CryptState {
  * The driver with encryption's part: `encrypted`, exports sealed under the database's header, and `rekey` — a new
  * key slot in place, or the whole database rewritten crash-safely when it goes from plain to encrypted or back.
  */
-export function withEncryption(driver: SqliteDriver, state: CryptState): StorageDriver {
+/** A driver that can say whether an encryption opens its database (a second tab's key, checked by the owning one). */
+export interface EncryptedDriver extends StorageDriver {
+  /** `ok` when `encryption` (null: none) opens this database, else the code opening with it would fail with. */
+  opensWith(encryption: EncryptionOptions | null): Promise<'ok' | 'WRONG_KEY' | 'KEY_REQUIRED'>;
+}
+
+export function withEncryption(driver: SqliteDriver, state: CryptState): EncryptedDriver {
   const pageSize = (): number => Number((driver.query('PRAGMA page_size') as { page_size: number }[])[0]?.page_size ?? DEFAULT_PAGE_SIZE);
   return {
     name: driver.name,
@@ -145,6 +151,12 @@ export function withEncryption(driver: SqliteDriver, state: CryptState): Storage
     batch: (statements) => driver.batch(statements),
     close: () => driver.close(),
     get encrypted() { return state.ctx !== undefined; },
+    async opensWith(encryption) {
+      const key = encryption === null ? undefined : readEncryption(encryption, 'encryption', 'INVALID_ARGUMENT');
+      if (!state.ctx) return key ? 'WRONG_KEY' : 'ok';
+      if (!key) return 'KEY_REQUIRED';
+      return unlock(state.ctx.header, key).then(() => 'ok' as const, () => 'WRONG_KEY' as const);
+    },
     export: () => sealedExport(driver.export(), state.ctx),
     async rekey(encryption: EncryptionOptions | null) {
       const key = encryption === null ? undefined : readEncryption(encryption, 'encryption', 'INVALID_ARGUMENT');

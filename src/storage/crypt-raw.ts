@@ -111,7 +111,7 @@ export class RawVfs {
     const pOut = wasm.alloc(4);
     try {
       const rc = this.fns.xOpen(this.pointer, zName, pFile, flags, pOut) as number;
-      if (rc !== SQLITE_OK) { wasm.dealloc(pFile); return undefined; }
+      if (rc !== SQLITE_OK) { wasm.dealloc(pFile); wasm.dealloc(zName); return undefined; }
       return new RawFile(this, pFile, zName);
     } catch {
       wasm.dealloc(pFile);

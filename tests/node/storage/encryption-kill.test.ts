@@ -78,7 +78,7 @@ it(`rekey killed at ${KILLS} random points: the file opens with the old key or t
     for (const r of rows) acked.add(r);
     if (existsSync(`${path}-pagewise-convert`) || existsSync(`${path}-pagewise-convert-ok`)) opened.interrupted++;
     const last = states.at(-1)!;
-    const opens: string[] = [];
+    const opens: ('a' | 'b' | 'plain')[] = [];
     for (const k of ['a', 'b', 'plain'] as const) {
       try {
         const d = await fileStorage(path, options[k])();
