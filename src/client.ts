@@ -16,6 +16,8 @@ export type { StorageStatus, WorkerMemoryOptions, WorkerStorageOptions } from '.
 export type { Memory } from './engine/engine.js';
 export { isPagewiseError, PagewiseError } from './contracts/errors.js';
 export { remoteMemory, type RemoteMemory, type RemoteMemoryOptions } from './surfaces/sync-http.js';
+export { relayPeer, type RelayPeer, type RelayPeerOptions } from './surfaces/sync-relay.js';
+export type { RelayTarget } from './storage/relay-protocol.js';
 export type * from './contracts/types-sync.js';
 
 /** Options of `connect()`: the engine's options (plain data) plus which worker to run it in. */

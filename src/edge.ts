@@ -13,6 +13,8 @@ import { durableObjectSql } from './storage/durable-object.js';
 import type { CompactionReport, MemoryOptions } from './contracts/types.js';
 import { edgeEmbedder } from './embed/workers-ai.js';
 import { withSync } from './common/sync.js';
+import { relayStore, type RelayStore } from './storage/relay-store.js';
+import type { RelayTarget } from './storage/relay-protocol.js';
 
 export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiLike } from './embed/workers-ai.js';
 
@@ -22,6 +24,9 @@ export { PagewiseError, isPagewiseError } from './contracts/errors.js';
 export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';
 export { SYNC_PATH, remoteMemory, syncEndpoint, type RemoteMemory, type RemoteMemoryOptions, type SyncEndpointOptions } from './surfaces/sync-http.js';
 export type * from './contracts/types-sync.js';
+export { RELAY_PATH, relayEndpoint, type RelayEndpointOptions } from './surfaces/relay-endpoint.js';
+export { relayPeer, type RelayPeer, type RelayPeerOptions } from './surfaces/sync-relay.js';
+export type { RelayTarget } from './storage/relay-protocol.js';
 
 // Calls that leave background work (tagging is done inline; compaction and vectors are not).
 const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries', 'applySync', 'checkout']);
@@ -311,4 +316,41 @@ export function memoryStub(namespace: MemoryNamespaceLike, objectName: string): 
     ...forwardMemory((path, args) => stub.call(path, args).catch((e: unknown) => { throw fromWire(e); })),
     close: () => Promise.resolve(),
   });
+}
+
+/**
+ * A relay for end-to-end encrypted sync (`relayPeer`): a Durable Object that stores and serves the ciphertext batches
+ * and opaque cursors a person's devices seal with a key it never sees. It holds no engine and reads nothing: one
+ * object per user (`relayStub(env.RELAY, 'user:' + id)`), served over HTTP by `relayEndpoint`.
+ *
+ * @example
+ * export { PagewiseRelay as Relay } from 'pagewise/edge'; // wrangler: a new_sqlite_classes migration for "Relay"
+ *
+ * @hideconstructor
+ */
+export class PagewiseRelay<Env = unknown> extends DurableObject<Env> {
+  #store: RelayStore | undefined;
+
+  /**
+   * Runs one relay operation (what relayStub and relayEndpoint call).
+   *
+   * @internal
+   */
+  async call(op: string, args: unknown): Promise<unknown> {
+    try {
+      this.#store ??= relayStore(this.ctx.storage);
+      return this.#store.call(op, args);
+    } catch (error) {
+      throw toWire(error);
+    }
+  }
+}
+
+/**
+ * A user's relay object by name, for `relayEndpoint({ relay })` or `relayPeer(stub, { key })` inside a Worker, with
+ * errors rebuilt as PagewiseError.
+ */
+export function relayStub(namespace: MemoryNamespaceLike, objectName: string): RelayTarget {
+  const stub = namespace.get(namespace.idFromName(objectName) as never) as { call(op: string, args: unknown): Promise<unknown> };
+  return { call: (op, args) => stub.call(op, args).catch((e: unknown) => { throw fromWire(e); }) };
 }

@@ -27,3 +27,5 @@ export type * from './contracts/types-sync.js';
 export type * from './contracts/types-branches.js';
 export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';
 export { SYNC_PATH, remoteMemory, syncEndpoint, type RemoteMemory, type RemoteMemoryOptions, type SyncEndpointOptions } from './surfaces/sync-http.js';
+export { relayPeer, type RelayPeer, type RelayPeerOptions } from './surfaces/sync-relay.js';
+export type { RelayTarget } from './storage/relay-protocol.js';

@@ -98,7 +98,7 @@ const DRAIN_BYTES = 64_000_000;
  * The body, or null when it is over `max` bytes: kept no further than that, the next `drain` bytes read and dropped,
  * then the stream cancelled (a request or a reply alike).
  */
-async function readCapped(message: Request | Response, max: number, drain: number): Promise<Uint8Array | null> {
+export async function readCapped(message: Request | Response, max: number, drain: number): Promise<Uint8Array | null> {
   const declared = Number(message.headers.get('content-length') ?? NaN);
   if (!message.body) return new Uint8Array(0);
   const reader = message.body.getReader();
@@ -291,16 +291,19 @@ function codeOfStatus(status: number): PagewiseErrorCode {
   return status >= 500 ? 'STORAGE_UNAVAILABLE' : 'INVALID_ARGUMENT';
 }
 
-/** The error an endpoint's reply describes, rebuilt with its code, path and message. */
-function replyError(url: string, status: number, body: unknown, text: string): PagewiseError {
+/**
+ * The error an endpoint's reply describes, rebuilt with its code, path and message; `module` and `endpoint` (what
+ * the url should have been) word the message when the reply is not pagewise's.
+ */
+export function replyError(url: string, status: number, body: unknown, text: string, module = MODULE, endpoint = `the sync endpoint's (POST ${SYNC_PATH})`): PagewiseError {
   const e = readRecord(readRecord(body, 'reply')?.error, 'reply.error');
   const known = typeof e?.code === 'string' && (ERROR_CODES as readonly string[]).includes(e.code);
   const code = known ? e!.code as PagewiseErrorCode : codeOfStatus(status);
   const said = typeof e?.message === 'string' ? e.message.slice(0, 2000) : null;
-  const error = new PagewiseError(code, MODULE, '', typeof e?.path === 'string' ? { path: e.path } : undefined);
+  const error = new PagewiseError(code, module, '', typeof e?.path === 'string' ? { path: e.path } : undefined);
   const message = said !== null
-    ? (said.startsWith('[pagewise]') ? said : `[pagewise] [${MODULE}] ${said}`)
-    : `[pagewise] [${MODULE}] ${url} answered ${status} without pagewise's error JSON (${JSON.stringify(text.slice(0, 120))}): check that the url is the sync endpoint's (POST ${SYNC_PATH}).`;
+    ? (said.startsWith('[pagewise]') ? said : `[pagewise] [${module}] ${said}`)
+    : `[pagewise] [${module}] ${url} answered ${status} without pagewise's error JSON (${JSON.stringify(text.slice(0, 120))}): check that the url is ${endpoint}.`;
   Object.defineProperty(error, 'message', { value: message, writable: true, configurable: true });
   return error;
 }
