@@ -30,6 +30,7 @@ const LONG = [
   'tests/node/engine/sync-kill.test.ts',
   'tests/node/tokens/tokenizer-linear.test.ts',
   'tests/node/surfaces/mcp-conformance.test.ts',
+  'tests/node/surfaces/cli-encryption.test.ts',
 ];
 
 export default defineConfig({

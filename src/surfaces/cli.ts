@@ -5,19 +5,19 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createMemory, type Memory } from '../engine/engine.js';
 import { isPagewiseError, PagewiseError } from '../contracts/errors.js';
+import type { StorageDriver } from '../contracts/types-storage.js';
 import { type ImportedConversation, type ImportFile, readImportFile } from './formats.js';
 import { renderContext, renderJson } from '../text/render.js';
 import { useJsTiktoken } from '../tokens/js-tiktoken.js';
 import { resolveOptions } from '../engine/options.js';
 import { fileStorage } from '../storage/node-file.js';
 import type { MemoryOptions } from '../contracts/types.js';
-import type { McpHttpOptions } from './mcp-http.js';
 import { databaseFile, syncCommand } from './cli-sync.js';
 import { branchCommands } from './cli-branches.js';
-import { commandHelp, USAGE } from './cli-help.js';
+import { commandHelp, USAGE, UsageError } from './cli-help.js';
 import { count, progress } from './cli-text.js';
-
-class UsageError extends Error {}
+import { commandKeys, keygen, refuseSecretFlags, rekey } from './cli-keys.js';
+import { mcp, mcpFlags } from './cli-mcp.js';
 
 const IMPORT_FILE = "a LoCoMo or LongMemEval file, an OpenAI-style JSONL chat log, or pagewise's export (pagewise export -o FILE)";
 
@@ -38,7 +38,22 @@ const options = {
   token: { type: 'string' },
   'allow-host': { type: 'string', multiple: true },
   'allow-origin': { type: 'string', multiple: true },
+  'key-file': { type: 'string' },
+  'passphrase-file': { type: 'string' },
+  'peer-key-file': { type: 'string' },
+  'peer-passphrase-file': { type: 'string' },
+  'new-key-file': { type: 'string' },
+  'new-passphrase-file': { type: 'string' },
+  decrypt: { type: 'boolean' },
+  out: { type: 'string' },
 } as const;
+
+/** Options of one command only: given to another, a usage error (not silently ignored). */
+const OWN_OPTIONS: [command: string, names: (keyof typeof options)[]][] = [
+  ['rekey', ['new-key-file', 'new-passphrase-file', 'decrypt']],
+  ['sync', ['peer-key-file', 'peer-passphrase-file']],
+  ['keygen', ['out']],
+];
 
 /**
  * A file the command reads, as text. A leading BOM is the file's encoding mark (Windows editors write one), not
@@ -79,6 +94,8 @@ function out(json: boolean, value: unknown, text: () => string): void {
 
 async function main(argv: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true; args: string[] }>>;
+  // A key on the command line is refused before anything else reads it (shell history, the process list).
+  refuseSecretFlags(argv, options);
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true });
   } catch (e) {
@@ -97,6 +114,10 @@ async function main(argv: string[]): Promise<number> {
   if (v.help || !command || command === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return command || v.help ? 0 : 2;
+  }
+  for (const [owner, names] of OWN_OPTIONS) {
+    const stray = names.find((n) => v[n] !== undefined);
+    if (stray !== undefined && command !== owner) throw new UsageError(`--${stray} is an option of pagewise ${owner} (pagewise ${owner} --help).`);
   }
   const json = v.json === true;
   const engineOptions = (): MemoryOptions => {
@@ -127,7 +148,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
 
-  if (command !== 'mcp' && command !== 'sync' && !COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command === 'keygen') return keygen(v.out ?? v.output, json);
+  if (command !== 'mcp' && command !== 'sync' && command !== 'rekey' && !COMMANDS.has(command)) throw new UsageError(`unknown command "${command}"`);
   if (command === 'sync' && !rest[0]) throw new UsageError('sync URL|FILE: a sync endpoint (https://…/v1/pagewise/sync) or another database file');
   // Checked before the database opens: a server that would run unguarded must not start at all.
   const served = command === 'mcp' ? await mcpFlags(v) : undefined;
@@ -136,59 +158,28 @@ async function main(argv: string[]): Promise<number> {
   const limits = resolveOptions(engine);
   // Read and checked whole before the database opens: a missing or malformed file leaves no new database behind.
   const input = (command === 'import' || command === 'replay') && rest[0] ? readImportFile(readInput(rest[0], IMPORT_FILE), rest[0], limits) : undefined;
+  // replay without --db works in memory: a benchmark run leaves no file behind.
+  const inMemory = command === 'replay' && !v.db;
+  // The keys are read and checked before the database opens, as are rekey's new one and sync FILE's.
+  const keys = commandKeys(command, inMemory, v);
   // A mistyped --db must not become a new, empty database (nor sync's FILE a copy of this one): only on purpose.
   const creates = v.create === true || command === 'import' || command === 'replay' || command === 'mcp';
-  // replay without --db works in memory: a benchmark run leaves no file behind.
-  const storage = command === 'replay' && !v.db ? undefined : fileStorage(databaseFile(v.db ?? 'pagewise.sqlite3', creates, v.db === undefined ? 'the default --db' : '--db'));
+  const path = v.db ?? 'pagewise.sqlite3';
+  const file = inMemory ? undefined : fileStorage(databaseFile(path, creates, v.db === undefined ? 'the default --db' : '--db'), keys.encryption ? { encryption: keys.encryption } : {});
+  // The driver made, for what the memory does not say: whether the file is encrypted.
+  const opened: { driver?: StorageDriver } = {};
+  const storage = file && (async () => (opened.driver = await file()));
   const memory = await createMemory({ ...engine, ...(storage ? { storage } : {}) });
+  const encrypted = opened.driver?.encrypted === true;
   try {
     if (command === 'mcp') return await mcp(memory, served);
-    if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (path) => createMemory({ ...engineOptions(), storage: fileStorage(databaseFile(path, v.create === true, 'sync FILE')) }) });
-    return await COMMANDS.get(command)!(memory, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input }, rest, command);
+    if (command === 'rekey') return await rekey(memory, path, encrypted, keys.encryption, keys.rekey!, json);
+    const peer = keys.peer ? { encryption: keys.peer } : {};
+    if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (other) => createMemory({ ...engineOptions(), storage: fileStorage(databaseFile(other, v.create === true, 'sync FILE'), peer) }) });
+    return await COMMANDS.get(command)!(memory, { json, conversation, text, output: v.output, messages: v.message, tag: v.tag, given: v.conversation, input, database: { path, encrypted } }, rest, command);
   } finally {
     await memory.close();
   }
-}
-
-type McpFlags = { http?: string | undefined; host?: string | undefined; token?: string | undefined; 'allow-host'?: string[] | undefined; 'allow-origin'?: string[] | undefined };
-
-/** The mcp command's HTTP options (undefined: stdio), or a usage error for guards that cannot hold. */
-async function mcpFlags(v: McpFlags): Promise<McpHttpOptions | undefined> {
-  if (v.http === undefined) {
-    if (v.host !== undefined || v.token !== undefined || v['allow-host'] || v['allow-origin']) throw new UsageError('--host, --token, --allow-host and --allow-origin are options of mcp --http PORT.');
-    return undefined;
-  }
-  if (!/^\d+$/.test(v.http) || Number(v.http) > 65535) throw new UsageError(`--http is a port number (got "${v.http}").`);
-  const { checkHttpOptions, isLoopback } = await import('./mcp-http.js');
-  // An empty variable is an unset one (`PAGEWISE_MCP_TOKEN= pagewise mcp …`).
-  const token = v.token ?? (process.env.PAGEWISE_MCP_TOKEN || undefined);
-  const host = v.host ?? '127.0.0.1';
-  if (token === undefined && !isLoopback(host)) {
-    throw new UsageError(`--host ${host} is not loopback: anyone who can reach it could read and change the memory. Set a bearer token in the environment (PAGEWISE_MCP_TOKEN=$(openssl rand -hex 32)) or with --token TOKEN, or listen on 127.0.0.1.`);
-  }
-  const options: McpHttpOptions = { port: Number(v.http), host, ...(token !== undefined ? { token } : {}), allowedHosts: v['allow-host'] ?? [], allowedOrigins: v['allow-origin'] ?? [] };
-  try {
-    checkHttpOptions(options);
-  } catch (e) {
-    if (isPagewiseError(e)) throw new UsageError(e.message.replace(/^\[pagewise\] \[mcp\] /, ''));
-    throw e;
-  }
-  return options;
-}
-
-/** Serves the memory over MCP until the client goes (stdio) or the process is stopped (HTTP). */
-async function mcp(memory: Memory, http: McpHttpOptions | undefined): Promise<number> {
-  const { serveMcpHttp, serveMcpStdio } = await import('./mcp.js');
-  if (http === undefined) {
-    await serveMcpStdio(memory);
-    await new Promise<void>((resolve) => { process.stdin.on('end', resolve); process.stdin.on('close', resolve); });
-    return 0;
-  }
-  const server = await serveMcpHttp(memory, http);
-  process.stderr.write(`pagewise MCP server at ${server.url}${http.token !== undefined ? ' (bearer token required)' : ''}\n`);
-  await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
-  await server.close();
-  return 0;
 }
 
 interface Context {
@@ -201,6 +192,8 @@ interface Context {
   given?: string | undefined;
   /** import's and replay's FILE, read and checked. */
   input?: ImportFile | undefined;
+  /** The --db file, and whether it is encrypted at rest. */
+  database: { path: string; encrypted: boolean };
 }
 
 /** A command on an open memory: its exit code. */
@@ -249,8 +242,11 @@ async function status(memory: Memory, c: Context): Promise<number> {
   for (const conv of conversations) {
     rows.push({ ...conv, tags: (await memory.tags(conv.id)).length, summaries: (await memory.summaries(conv.id)).length });
   }
-  out(c.json, { conversations: rows }, () => rows.length === 0 ? 'no conversations stored'
-    : rows.map((r) => `${r.id}\t${count(r.turns, 'turn')}\t${count(r.tags, 'tag')}\t${count(r.summaries, 'summary', 'summaries')}\tupdated ${r.updatedAt}`).join('\n'));
+  const { path, encrypted } = c.database;
+  out(c.json, { conversations: rows, encrypted }, () => [
+    ...(rows.length === 0 ? ['no conversations stored'] : rows.map((r) => `${r.id}\t${count(r.turns, 'turn')}\t${count(r.tags, 'tag')}\t${count(r.summaries, 'summary', 'summaries')}\tupdated ${r.updatedAt}`)),
+    `database ${path}: ${encrypted ? 'encrypted' : 'not encrypted'}`,
+  ].join('\n'));
   return 0;
 }
 
@@ -363,6 +359,8 @@ const CLI_WORDS: [string, string][] = [
   ['memory.branches()', '`pagewise branches ID`'],
   ['memory.forget()', '`pagewise forget`'],
   ['memory.close()', 'stop the process that holds it'],
+  ['open it with its key (encryption: { key } or { passphrase })', 'open it with its key: --key-file FILE or --passphrase-file FILE (or PAGEWISE_KEY, PAGEWISE_PASSPHRASE)'],
+  ['Open it without `encryption`, then call memory.rekey({ key }) or memory.rekey({ passphrase }) to encrypt it in place', 'Open it without --key-file, --passphrase-file, PAGEWISE_KEY and PAGEWISE_PASSPHRASE, or encrypt it in place first with `pagewise rekey --new-key-file FILE`'],
 ];
 const inCliWords = (message: string): string => CLI_WORDS.reduce((m, [api, cli]) => m.split(api).join(cli), message);
 
