@@ -157,7 +157,8 @@ export function withEncryption(driver: SqliteDriver, state: CryptState): Encrypt
       if (!key) return 'KEY_REQUIRED';
       return unlock(state.ctx.header, key).then(() => 'ok' as const, () => 'WRONG_KEY' as const);
     },
-    export: () => sealedExport(driver.export(), state.ctx),
+    // An encrypted file is its own sealed export: its bytes, between transactions (every commit is on disk by then).
+    export: () => (state.file && state.ctx && state.file.crypt.readRaw(state.file.name)) || sealedExport(driver.export(), state.ctx),
     async rekey(encryption: EncryptionOptions | null) {
       const key = encryption === null ? undefined : readEncryption(encryption, 'encryption', 'INVALID_ARGUMENT');
       const file = state.file;

@@ -54,6 +54,8 @@ export interface CryptVfs {
   contexts: Map<string, CryptContext>;
   /** Writes key slot `index` of the open database `name` and syncs it (a rekey's one step). */
   writeSlot(name: string, index: number, bytes: Uint8Array): void;
+  /** The sealed bytes of the open database `name`, read through SQLite's own handle (undefined when not open). */
+  readRaw(name: string): Uint8Array | undefined;
 }
 
 const installed = new WeakMap<object, Map<string, CryptVfs>>();
@@ -335,7 +337,7 @@ export function installCryptVfs(sqlite3: Sqlite3Static, underName: string): Cryp
   api.vfs.installVfs({ vfs: { struct: vfs, methods: vfsMethods(files, under, contexts, api, io.pointer) } });
 
   const crypt: CryptVfs = {
-    name, under, contexts,
+    name, under, contexts, readRaw: () => undefined,
     writeSlot(path, index, bytes) {
       const f = files.dbFiles.get(path);
       if (!f) throw new Error(`${path} is not open`);
@@ -346,6 +348,21 @@ export function installCryptVfs(sqlite3: Sqlite3Static, underName: string): Cryp
       if (rc === SQLITE_OK) rc = f.io.xSync(f.pUnder, SQLITE_SYNC_FULL);
       if (rc !== SQLITE_OK) throw Object.assign(new Error(`could not write the key slot (SQLite code ${rc})`), { rc });
     },
+  };
+  crypt.readRaw = (path) => {
+    const f = files.dbFiles.get(path);
+    if (!f) return undefined;
+    const size = files.underSize(f);
+    const out = new Uint8Array(size);
+    const chunk = 1 << 20;
+    for (let at = 0; at < size; at += chunk) {
+      const n = Math.min(chunk, size - at);
+      const p = files.scratch(f, n);
+      const rc = f.io.xRead(f.pUnder, p, n, BigInt(at));
+      if (rc !== SQLITE_OK) throw Object.assign(new Error(`could not read the database (SQLite code ${rc})`), { rc });
+      out.set(files.heap().subarray(p, p + n), at);
+    }
+    return out;
   };
   byUnder.set(underName, crypt);
   return crypt;

@@ -219,6 +219,21 @@ describe('encrypted at rest: in memory, exports', () => {
   });
 });
 
+describe('encrypted at rest: exports of a file', () => {
+  it('exportDatabase of an encrypted file is the sealed file itself; it opens in memory only with the key', async () => {
+    const path = fresh('file-export');
+    const memory = await createMemory({ storage: fileStorage(path, { encryption: { key } }) });
+    await memory.onTurnComplete({ conversationId: 'c', messages: [user(`Exported ${RARE[3]}.`, { id: 'u1' })] });
+    const bytes = await memory.exportDatabase();
+    expect(Buffer.from(bytes).equals(readFileSync(path))).toBe(true);
+    expect(Buffer.from(bytes).toString('latin1')).not.toContain(RARE[3]);
+    const copy = await createMemory({ storage: sqliteWasm({ bytes, encryption: { key } }) });
+    expect((await copy.turns('c')).map((t) => t.id)).toEqual(['u1']);
+    await copy.close();
+    await memory.close();
+  });
+});
+
 describe('StorageDriver conformance: fileStorage, encrypted', () => {
   for (const c of storageDriverCases) {
     it(c.name, async () => {
