@@ -5,6 +5,7 @@
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
 //          --only=ranking (leave-one-set-out; see tests/bench/ranking.ts)  --only=release --against=PATH (hook latency vs a release)
 //          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
+//          --only=encryption (plain vs encrypted fileStorage: chat replay, opens, rekey, export; ~8 min; see tests/bench/encryption.ts)
 //          --hint=off  --tagger=keyword|embedding  --split=tune|report|holdout (see below)  --repeat=N (spread over N runs)
 //          recall sets: locomo, realtalk, adversarial, longmemeval — each against BM25, vector and hybrid at equal tokens
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
@@ -238,5 +239,6 @@ if (only.has('vectors')) await vectorScaleBench();
 if (only.has('longrun')) await longRunBench(parseLongRunArgs(args));
 if (only.has('branches')) await (await import('./branches.js')).branchesBench(args);
 if (only.has('sync-bulk')) await (await import('./sync-bulk.js')).syncBulkBench(args);
+if (only.has('encryption')) await (await import('./encryption.js')).encryptionBench(args);
 if (only.has('release')) (await import('./release-compare.js')).releaseCompare(args);
 if (only.has('ranking')) await (await import('./ranking.js')).rankingBench(args, options, tokenizer, queryEmbedder);
