@@ -11,7 +11,8 @@ import { describe } from '../src/common/messages.js';
 import { sqliteWasm } from '../src/storage/sqlite-wasm.js';
 import { useJsTiktoken } from '../src/tokens/js-tiktoken.js';
 import { forwardMemory, invokeMemory } from '../src/contracts/memory-methods.js';
-import type { StorageOption } from '../src/contracts/types.js';
+import type { EncryptionOptions, StorageDriver, StorageOption } from '../src/contracts/types.js';
+import type { EncryptedDriver } from '../src/storage/crypt-driver.js';
 import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } from '../src/surfaces/worker-protocol.js';
 
 /**
@@ -32,6 +33,8 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
   let owner: Tab | undefined;
   // This worker owns the database: it serves the other tabs' workers.
   let serving: BroadcastChannel | undefined;
+  // The driver this worker opened: an encrypted one checks another tab's key before that tab may use it.
+  let driver: EncryptedDriver | undefined;
   const ready = (): Memory => {
     if (memory) return memory;
     if (owner) return owner.memory;
@@ -51,9 +54,9 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
       const opfs = !overrides.storage && (storage?.vfs ?? 'opfs-sahpool') === 'opfs-sahpool';
       const channelName = `pagewise-tabs:${storage?.directory ?? '.pagewise'}/${storage?.filename ?? 'pagewise.sqlite3'}`;
       // Callbacks are Comlink proxies: fire and forget (a page that went away must not stall the engine).
-      const make = (driver: StorageOption = overrides.storage ?? sqliteWasm({ vfs: 'opfs-sahpool', ...storage, ...sealed })) => createMemory({
+      const make = (factory: () => Promise<StorageDriver> = sqliteWasm({ vfs: 'opfs-sahpool', ...storage, ...sealed })) => createMemory({
         ...rest,
-        storage: driver,
+        storage: overrides.storage ?? (async () => (driver = await factory() as EncryptedDriver)),
         ...(onEmbeddingProgress ? { onEmbeddingProgress: (p) => { void Promise.resolve(onEmbeddingProgress(p)).catch(() => undefined); } } : {}),
         ...(onModelProgress ? { onModelProgress: (p) => { void Promise.resolve(onModelProgress(p)).catch(() => undefined); } } : {}),
       });
@@ -61,7 +64,10 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
         memory = m;
         if (!opfs || typeof BroadcastChannel !== 'function') return;
         serving = new BroadcastChannel(channelName);
-        expose(m, serving);
+        // Another tab's worker presents its key first (checkKey): a tab without the key gets the error it would get
+        // opening the file itself.
+        const checkKey = (e: EncryptionOptions | null) => driver?.opensWith(e) ?? 'ok';
+        expose(new Proxy(m, { get: (target, p, receiver) => (p === 'checkKey' ? checkKey : Reflect.get(target, p, receiver)) }), serving);
       };
       const status: StorageStatus = overrides.storage ? { vfs: 'custom', persistent: null, fallbackReason: null }
         : { vfs: opfs ? 'opfs-sahpool' : 'memory', persistent: opfs, fallbackReason: null };
@@ -88,6 +94,14 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
         // the database over when the owner goes (its lock is released when its memory closes or its tab does).
         owner = follow(channelName);
         const tab = owner;
+        const verdict = await tab.checkKey(encryption ?? null);
+        if (verdict !== 'ok') {
+          owner = undefined;
+          tab.gone();
+          throw verdict === 'KEY_REQUIRED'
+            ? new PagewiseError('KEY_REQUIRED', 'worker', 'The database is encrypted (another tab has it open): connect with its key (encryption: { key } or { passphrase }).')
+            : new PagewiseError('WRONG_KEY', 'worker', 'The key given does not open this database (another tab has it open with its own key). Nothing was changed.');
+        }
         void (async () => {
           while (owner === tab) {
             await locks.request(`pagewise:${storage?.directory ?? '.pagewise'}`, { signal: tab.stop.signal }, () => undefined).catch(() => undefined);
@@ -126,6 +140,8 @@ export function serveMemory(overrides: { storage?: StorageOption } = {}): void {
 interface Tab {
   memory: Memory;
   stop: AbortController;
+  /** What the owning tab says of this tab's key (see checkKey in serveMemory). */
+  checkKey(encryption: EncryptionOptions | null): Promise<'ok' | 'WRONG_KEY' | 'KEY_REQUIRED'>;
   /** Ends this follower: pending calls fail with a typed error, the channel closes. */
   gone(): void;
 }
@@ -144,6 +160,7 @@ function follow(channelName: string): Tab {
   const memory = { ...forwardMemory((path, args) => call(() => invokeMemory(remote, path, args))), close: () => Promise.resolve() } as Memory;
   return {
     memory, stop,
+    checkKey: (e) => call(() => (remote as unknown as { checkKey: Tab['checkKey'] }).checkKey(e)),
     gone() {
       stop.abort();
       for (const reject of pending) reject(ownerGone());

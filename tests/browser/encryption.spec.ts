@@ -79,3 +79,26 @@ test('OPFS encrypted: no file holds a stored word or a 16-byte run of a vector; 
     await h.wipe([directory, control]);
   }
 });
+
+test('a second tab reaches an encrypted database the first has open only with its key', async ({ page, context, external: _ }) => {
+  const directory = '.pagewise-test-crypt-tabs';
+  const keyHex = hex(crypto.getRandomValues(new Uint8Array(32)));
+  await openHarness(page);
+  const first = harness(page);
+  const other = await context.newPage();
+  await openHarness(other);
+  const second = harness(other);
+  try {
+    expect(await first.open({ storage: { directory }, keyHex })).toEqual({ value: true });
+    await first.call('onTurnComplete', { conversationId: 'c', messages: [{ role: 'user', content: 'sealed hello' }] });
+    // The first tab owns the pool: the second reaches it through the first, after presenting the key.
+    expect((await second.open({ storage: { directory } })).error).toMatchObject({ code: 'KEY_REQUIRED' });
+    expect((await second.open({ storage: { directory }, keyHex: 'cd'.repeat(32) })).error).toMatchObject({ code: 'WRONG_KEY' });
+    expect(await second.open({ storage: { directory }, keyHex })).toEqual({ value: true });
+    expect(((await second.call('turns', 'c')).value as { text: string }[]).map((t) => t.text)).toEqual(['sealed hello']);
+  } finally {
+    await second.close();
+    await first.close();
+    await first.wipe([directory]);
+  }
+});
