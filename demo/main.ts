@@ -1,7 +1,7 @@
 import { get, set } from 'idb-keyval';
 import { connect, type ConnectedMemory } from '../src/client.js';
 import { parseConversationFile, type ImportedConversation } from '../src/surfaces/formats.js';
-import type { ChatMessage, EmbeddingProgress, MediaRule, StoredTurn, TurnReport } from '../src/contracts/types.js';
+import type { ChatMessage, EmbeddingProgress, EncryptionOptions, MediaRule, StoredTurn, TurnReport } from '../src/contracts/types.js';
 import type { BranchList } from '../src/contracts/types-branches.js';
 import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
@@ -13,9 +13,12 @@ import { showError, showModel, showStorage, statusEl } from './status.js';
 import { setupSync } from './sync.js';
 import { type PendingImage, contentOf, forgetThumbnails, pendingImages, refusal, remove, setupComposer, turnImages } from './attachments.js';
 import { type Placing, branchNote, forkSwitch, versionAction } from './branches.js';
-import { type Inspected, inspection, keepInspection, loadInspections, logCompaction, renderCompactionLog } from './records.js';
+import { type Inspected, forgetRecords, inspection, keepInspection, loadInspections, logCompaction, renderCompactionLog, sealRecords } from './records.js';
+import { setupActions } from './actions.js';
+import { setupLock, showLock, showOpen } from './lock.js';
 
 let memory: ConnectedMemory | undefined;
+const input = $<HTMLTextAreaElement>('input');
 // The engine being started; sends wait for it instead of being lost during a restart.
 let starting: Promise<void> = Promise.resolve();
 let settings: Settings;
@@ -26,6 +29,8 @@ let replay: ImportedConversation | undefined;
 let evidence = new Set<string>();
 // The open conversation's turn numbers by id: the inspector names sources as the chat does (#13).
 let seqs = new Map<string, number>();
+// Whether the open memory is encrypted (it was opened with a passphrase, or rekeyed to one). The passphrase is not kept.
+let encrypted = false;
 
 function showMode(): void {
   $('mode').textContent = settings.provider === 'offline' ? '· offline: replies come from memory alone and are not stored'
@@ -48,21 +53,62 @@ function showEmbedded(p: EmbeddingProgress): void {
   document.body.dataset.embedded = `${p.embedded}/${p.total}`;
 }
 
+/** A new engine for new settings. An encrypted one cannot start without its passphrase, which is not kept: it locks. */
 function restart(): void {
   statusEl.textContent = 'starting the worker…';
   document.body.dataset.ready = 'false';
-  starting = start().catch((e) => showError(e));
+  starting = (encrypted ? lock('The memory settings changed: enter the passphrase to open the memory with them.') : start()).catch((e) => showError(e));
 }
 
-async function start(): Promise<void> {
+/** Opens the memory (with a passphrase: an encrypted one). Encrypted and none given: the unlock prompt, nothing shown. */
+async function start(passphrase?: string): Promise<void> {
   await memory?.close();
   memory = undefined;
   const options = Object.fromEntries(ENGINE_KEYS.map((k) => [k, settings[k]]));
-  // Where OPFS cannot open, the demo runs in memory for the session rather than not at all, and says so.
-  memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, fallback: 'memory', onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
-  showStorage(memory.storage);
+  const encryption: EncryptionOptions | undefined = passphrase === undefined ? undefined : { passphrase };
+  try {
+    // Where OPFS cannot open, the demo runs in memory for the session rather than not at all, and says so.
+    memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, ...(encryption ? { encryption } : {}), fallback: 'memory', onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== 'KEY_REQUIRED') throw e;
+    conceal();
+    showLock();
+    return;
+  }
+  encrypted = encryption !== undefined;
+  await sealRecords(encrypted);
+  await loadInspections(conversationId);
+  showStorage(memory.storage, encrypted);
+  showOpen(memory.storage.persistent === false ? 'unavailable' : encrypted ? 'encrypted' : 'plain');
   document.body.dataset.ready = 'true';
   await refresh();
+}
+
+/** Closes the memory, clears all it showed, and asks for the passphrase. */
+async function lock(why?: string): Promise<void> {
+  document.body.dataset.ready = 'false';
+  await memory?.close();
+  memory = undefined;
+  conceal();
+  showLock(why);
+}
+
+/** Nothing of the conversation stays on the page (or in it: what the demo held of it is dropped). */
+function conceal(): void {
+  last = undefined;
+  replay = undefined;
+  evidence = new Set();
+  seqs = new Map();
+  forgetThumbnails();
+  forgetRecords();
+  clearInspector();
+  for (const id of ['turns', 'conversations', 'topics', 'pins', 'summaries', 'compaction-log', 'questions']) $(id).replaceChildren();
+  for (const id of ['turn-count', 'embedded', 'compaction', 'import-status', 'send-error', 'sync-status']) $(id).textContent = '';
+  $('intro').hidden = true;
+  $('replay-panel').hidden = true;
+  input.value = '';
+  remove(pendingImages());
+  delete document.body.dataset.embedded;
 }
 
 async function storedTurns(): Promise<StoredTurn[]> {
@@ -214,7 +260,6 @@ async function ask(message: ChatMessage, text: string, at: Placing = {}): Promis
   }
 }
 
-const input = $<HTMLTextAreaElement>('input');
 $<HTMLFormElement>('composer').addEventListener('submit', (e) => {
   e.preventDefault();
   const text = input.value.trim();
@@ -239,54 +284,6 @@ $<HTMLButtonElement>('example').addEventListener('click', () => {
   void (async () => {
     for (const text of [...EXAMPLE, EXAMPLE_QUESTION]) await send(text);
   })().catch((err: unknown) => showError(err, $('send-error'))).finally(() => { for (const b of buttons) b.disabled = false; });
-});
-
-const FILLER = ['the weather this week', 'a new pasta recipe', 'weekend hiking plans', 'a podcast episode', 'the football match', 'repainting the kitchen', 'a sci-fi novel', 'learning the guitar'];
-
-async function seed(): Promise<void> {
-  await starting;
-  if (!memory) return;
-  const base = (await storedTurns()).length;
-  const messages: ChatMessage[] = Array.from({ length: 20 }, (_, i) => {
-    const topic = FILLER[(base + i) % FILLER.length]!;
-    return [
-      { role: 'user' as const, content: `Small talk ${base + i}: what do you think about ${topic}?` },
-      { role: 'assistant' as const, content: `I like ${topic}; there is always something new in it.` },
-    ];
-  }).flat();
-  await logCompaction(conversationId, (await memory.onTurnComplete({ conversationId, messages })).compaction);
-  await refresh();
-}
-$<HTMLButtonElement>('seed').addEventListener('click', () => { seed().catch((e) => showError(e)); });
-
-$<HTMLButtonElement>('compact').addEventListener('click', () => {
-  void (async () => {
-    if (!memory) return;
-    const report = await memory.compact(conversationId);
-    await logCompaction(conversationId, report);
-    $('compaction').textContent = report ? `compacted ${report.turnsCompacted} turns into ${report.summariesMade} summaries; ${report.tokensFreed} tokens freed` : 'nothing to compact yet';
-    await refresh();
-  })().catch((e) => showError(e, $('compaction')));
-});
-
-$<HTMLButtonElement>('new-conversation').addEventListener('click', () => { void switchTo(`chat-${Date.now().toString(36)}`); });
-$<HTMLButtonElement>('delete-conversation').addEventListener('click', () => {
-  void (async () => {
-    if (!memory || !confirm(`Forget "${conversationId}" with everything derived from it?`)) return;
-    await memory.forget({ conversationId }).catch((e: { code?: string }) => { if (e.code !== 'CONVERSATION_NOT_FOUND') throw e; });
-    const rest = await memory.conversations();
-    await switchTo(rest[0]?.id ?? 'demo');
-  })().catch((e) => showError(e));
-});
-
-$<HTMLButtonElement>('export').addEventListener('click', () => {
-  void (async () => {
-    if (!memory) return;
-    const data = await memory.export();
-    const a = el('a', { href: URL.createObjectURL(new Blob([JSON.stringify(data)], { type: 'application/json' })), download: 'pagewise-export.json' });
-    a.click();
-    URL.revokeObjectURL(a.href);
-  })().catch((e) => showError(e));
 });
 
 /** A pagewise export is imported; a LoCoMo / LongMemEval / JSONL file is replayed turn by turn, with progress. */
@@ -366,8 +363,20 @@ const saved = await get<Settings>('pagewise-demo-settings');
 if (saved) writeForm({ ...readForm(), ...saved });
 settings = readForm();
 conversationId = (await get<string>('pagewise-demo-conversation')) ?? 'demo';
-await loadInspections(conversationId);
 showMode();
 restart();
+setupLock({
+  unlock: (passphrase) => { const opening = start(passphrase); starting = opening.catch(() => undefined); return opening; },
+  rekey: async (encryption) => {
+    await starting;
+    if (!memory) throw new Error('the memory is not open');
+    await memory.rekey(encryption);
+    encrypted = encryption !== null;
+    await sealRecords(encrypted);
+    showStorage(memory.storage, encrypted);
+  },
+  lock: () => { starting = lock(); return starting; },
+});
+setupActions({ memory: async () => { await starting; return memory; }, conversationId: () => conversationId, storedTurns, switchTo, refresh });
 setupComposer(async (id) => { await starting; return memory!.attachment(conversationId, id); }, (message) => showError({ message }, $('send-error')));
 setupSync({ memory: async () => { await starting; return memory; }, settings: () => settings, conversationId: () => conversationId, switchTo, refresh });

@@ -14,8 +14,8 @@ export function showError(e: unknown, where: HTMLElement = statusEl): void {
   where.replaceChildren(span);
 }
 
-/** Where the memory lives. In memory only (OPFS could not open): a banner no one can miss. */
-export function showStorage(storage: StorageStatus): void {
+/** Where the memory lives, and whether it is encrypted. In memory only (OPFS could not open): a banner no one can miss. */
+export function showStorage(storage: StorageStatus, encrypted: boolean): void {
   const banner = $('storage-banner');
   document.body.dataset.storage = storage.persistent === false ? 'memory' : 'opfs';
   if (storage.persistent === false) {
@@ -25,7 +25,7 @@ export function showStorage(storage: StorageStatus): void {
       'This browser could not open its storage (OPFS — a private window or an old browser?), so this session runs in memory: everything you add is gone when you reload or close the tab. Export a conversation to keep it.',
       el('span', { className: 'small reason', textContent: ` (${storage.fallbackReason ?? 'no OPFS'})` }));
   } else {
-    statusEl.textContent = 'ready · SQLite on OPFS in a worker: kept across reloads';
+    statusEl.textContent = `ready · SQLite on OPFS in a worker: kept across reloads · ${encrypted ? 'encrypted with a passphrase' : 'not encrypted'}`;
     banner.hidden = true;
   }
 }
