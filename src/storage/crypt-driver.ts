@@ -114,6 +114,13 @@ export function writeRekey(crypt: CryptVfs, name: string, live: CryptContext, ne
   live.header.slots[1 - slot] = undefined;
 }
 
+/** Drops a database's data key from the encrypting VFS and from memory (at close, or when an open failed). */
+export function forgetContext(state: CryptState): void {
+  if (state.file && state.file.crypt.contexts.get(state.file.name) === state.ctx) state.file.crypt.contexts.delete(state.file.name);
+  state.ctx?.dek.fill(0);
+  state.ctx = undefined;
+}
+
 /** A sqlite-wasm driver, which can also put another database in place of its own (an in-place conversion). */
 export interface SqliteDriver extends StorageDriver {
   /** Finalizes the statements, then opens what `swap` gives, after it closed the current database with `close`. */
@@ -149,7 +156,9 @@ export function withEncryption(driver: SqliteDriver, state: CryptState): Encrypt
     limits: driver.limits,
     query: (sql, params) => driver.query(sql, params),
     batch: (statements) => driver.batch(statements),
-    close: () => driver.close(),
+    close: () => {
+      try { return driver.close(); } finally { forgetContext(state); }
+    },
     get encrypted() { return state.ctx !== undefined; },
     async opensWith(encryption) {
       const key = encryption === null ? undefined : readEncryption(encryption, 'encryption', 'INVALID_ARGUMENT');

@@ -1,7 +1,7 @@
 // The encrypted database format: a header block with the key slots, then each SQLite page sealed on its own
 // (XChaCha20-Poly1305, from @noble/ciphers). Pure functions over bytes: the VFS (crypt-vfs.ts) and whole-image
 // conversions (exports, imports) share them. The layout is documented byte for byte in docs/guide/encryption.md.
-import { xchacha20, xchacha20poly1305 } from '@noble/ciphers/chacha.js';
+import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { PagewiseError } from '../contracts/errors.js';
 
 export const MODULE = 'encryption';
@@ -20,10 +20,6 @@ export const SLOT_OFFSETS = [512, 1024] as const;
 export const SLOT_BYTES = 108;
 /** What a slot's wrapped data key is sealed with. */
 export const SLOT_KIND = { key: 1, passphrase: 2, cryptoKey: 3 } as const;
-/** A journal or temporary file: a prefix (magic, nonce), then the bytes XORed with XChaCha20's stream. */
-export const STREAM_MAGIC = new TextEncoder().encode('pwstrm01');
-export const STREAM_PREFIX = STREAM_MAGIC.length + NONCE_BYTES;
-
 const u32 = (b: Uint8Array, at: number): number => new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(at, true);
 const putU32 = (b: Uint8Array, at: number, v: number): void => new DataView(b.buffer, b.byteOffset, b.byteLength).setUint32(at, v, true);
 
@@ -38,7 +34,8 @@ export const startsWith = (bytes: Uint8Array, prefix: Uint8Array): boolean =>
 
 /** What a file's first bytes say it is. */
 export function fileKind(head: Uint8Array): 'empty' | 'encrypted' | 'plain' | 'unknown' {
-  if (head.length === 0 || head.every((b) => b === 0)) return 'empty';
+  // Only a file with no bytes at all is new: one that starts with zeros is not (it may hold pages).
+  if (head.length === 0) return 'empty';
   if (startsWith(head, MAGIC)) return 'encrypted';
   if (startsWith(head, SQLITE_MAGIC)) return 'plain';
   return 'unknown';
@@ -157,16 +154,6 @@ export function openPage(dek: Uint8Array, fileId: Uint8Array, index: number, sea
   } catch {
     return false;
   }
-}
-
-/** XORs `data` (in place) with the stream of `key`/`nonce` from byte `offset` of the stream. */
-export function streamXor(key: Uint8Array, nonce: Uint8Array, offset: number, data: Uint8Array): void {
-  const block = Math.floor(offset / 64);
-  const skip = offset - block * 64;
-  const padded = new Uint8Array(skip + data.length);
-  padded.set(data, skip);
-  xchacha20(key, nonce, padded, padded, block);
-  data.set(padded.subarray(skip));
 }
 
 /** A whole plaintext database image sealed page by page under `header` (an export of an encrypted memory). */

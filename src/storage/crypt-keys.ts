@@ -10,8 +10,8 @@ import { type Header, type KeySlot, MODULE, SLOT_KIND, randomBytes, slotAad } fr
 /** Argon2id's cost for a new passphrase slot: OWASP's minimum for Argon2id (19 MiB, 2 passes, 1 lane). */
 export const DEFAULT_KDF = { memoryKiB: 19_456, iterations: 2, parallelism: 1 } as const;
 // What a file may ask of this device when it is opened: a damaged or crafted header must not exhaust it.
-const MOST_MEMORY_KIB = 1 << 21;
-const MOST_ITERATIONS = 64;
+const MOST_MEMORY_KIB = 1 << 18;
+const MOST_ITERATIONS = 16;
 
 /** The app's key, checked: one of the three kinds, and the Argon2id cost for a new passphrase slot. */
 export interface ReadKey {

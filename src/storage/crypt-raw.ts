@@ -63,6 +63,8 @@ export class RawVfs {
   readonly mxPathname: number;
   readonly fns: Record<(typeof VFS_NAMES)[number], Function>;
   private readonly ioCache = new Map<number, RawIo>();
+  /** Whether a file exists, when the VFS can say without opening it (open() then skips names it lacks). */
+  exists?: (name: string) => boolean;
 
   constructor(readonly api: RawApi, readonly name: string) {
     this.pointer = api.capi.sqlite3_vfs_find(name);
@@ -105,6 +107,7 @@ export class RawVfs {
 
   /** Opens `name` directly (outside SQLite); undefined when it cannot be opened (e.g. it does not exist). */
   open(name: string, flags: number): RawFile | undefined {
+    if (this.exists && !(flags & SQLITE_OPEN_CREATE) && !this.exists(name)) return undefined;
     const { wasm } = this.api;
     const zName = wasm.allocCString(name);
     const pFile = this.allocFile();

@@ -1,11 +1,11 @@
 // The encrypting VFS: a shim over another VFS (the Node file VFS, opfs-sahpool) that seals every page of a database
-// before it reaches the file and opens it on the way back, and XORs its journal with a stream cipher. SQLite sees a
+// before it reaches the file and opens it on the way back, and seals its journal in blocks (crypt-journal.ts). SQLite sees a
 // plain database; the file holds only the header block (key slots) and sealed pages (crypt-format.ts).
 import type { Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import {
-  HEADER_BYTES, type Header, NONCE_BYTES, PAGE_OVERHEAD, SLOT_BYTES, SLOT_OFFSETS, STREAM_MAGIC, STREAM_PREFIX, encodeHeader, openPage,
-  pageSlot, randomBytes, sealPage, streamXor,
+  HEADER_BYTES, type Header, MAGIC, PAGE_OVERHEAD, SLOT_BYTES, SLOT_OFFSETS, encodeHeader, openPage, pageSlot, randomBytes, sealPage,
 } from './crypt-format.js';
+import { type JournalState, type Raw, journalRead, journalSize, journalTruncate, journalWrite } from './crypt-journal.js';
 import { RawVfs, type RawIo, SQLITE_IOERR_SHORT_READ, SQLITE_OK, SQLITE_SYNC_FULL, rawApi } from './crypt-raw.js';
 
 const SQLITE_IOERR = 10;
@@ -23,11 +23,10 @@ export interface CryptContext {
 interface OpenCryptFile {
   pUnder: number;
   io: RawIo;
-  /** A database's pages (sealed one by one), or a journal's bytes (a stream). */
+  /** A database's pages (sealed one by one), or a journal's blocks (crypt-journal.ts). */
   ctx?: CryptContext;
-  /** The stream's key and nonce (journals, temporary files); the nonce is made when the file is empty. */
-  streamKey?: Uint8Array;
-  nonce?: Uint8Array;
+  journal?: JournalState;
+  raw?: Raw;
   headerOnDisk: boolean;
   scratch: number;
   scratchSize: number;
@@ -162,53 +161,48 @@ class CryptFiles {
     return physical <= HEADER_BYTES ? 0 : Math.floor((physical - HEADER_BYTES) / (p + PAGE_OVERHEAD)) * p;
   }
 
-  /** The stream's nonce: read from the file's prefix, or (`create`, an empty file) made and written. */
-  streamNonce(f: OpenCryptFile, create: boolean): Uint8Array | undefined {
-    if (f.nonce) return f.nonce;
-    if (this.underSize(f) >= STREAM_PREFIX) {
-      const p = this.scratch(f, STREAM_PREFIX);
-      if (f.io.xRead(f.pUnder, p, STREAM_PREFIX, 0n) === SQLITE_OK) f.nonce = this.heap().slice(p + STREAM_MAGIC.length, p + STREAM_PREFIX);
-      return f.nonce;
-    }
-    if (!create) return undefined;
-    // An empty journal: a new nonce, so no stream bytes are ever used twice for different contents.
-    const nonce = randomBytes(NONCE_BYTES);
-    const prefix = new Uint8Array(STREAM_PREFIX);
-    prefix.set(STREAM_MAGIC, 0);
-    prefix.set(nonce, STREAM_MAGIC.length);
-    const rc = this.writeRaw(f, prefix, 0);
-    if (rc !== SQLITE_OK) throw Object.assign(new Error('write'), { rc });
-    return f.nonce = nonce;
+  /** The file under a journal, as the journal's code reads and writes it. */
+  raw(f: OpenCryptFile): Raw {
+    return f.raw ??= {
+      size: () => this.underSize(f),
+      read: (offset, n) => {
+        const p = this.scratch(f, n);
+        const rc = f.io.xRead(f.pUnder, p, n, BigInt(offset));
+        if (rc === SQLITE_IOERR_SHORT_READ) return undefined;
+        if (rc !== SQLITE_OK) throw Object.assign(new Error('read'), { rc });
+        return this.heap().slice(p, p + n);
+      },
+      write: (offset, bytes) => this.writeRaw(f, bytes, offset),
+      truncate: (size) => f.io.xTruncate(f.pUnder, BigInt(size)),
+    };
   }
 
-  streamRead(f: OpenCryptFile, pDest: number, n: number, offset: number): number {
-    const nonce = this.streamNonce(f, false);
-    const have = nonce ? Math.max(0, Math.min(n, this.underSize(f) - STREAM_PREFIX - offset)) : 0;
-    if (have > 0) {
-      const rc = f.io.xRead(f.pUnder, pDest, have, BigInt(offset + STREAM_PREFIX));
+  journalRead(f: OpenCryptFile, pDest: number, n: number, offset: number): number {
+    const dest = new Uint8Array(n);
+    const rc = journalRead(f.journal!, this.raw(f), dest, offset);
+    this.heap().set(dest, pDest);
+    return rc;
+  }
+
+  journalWrite(f: OpenCryptFile, pSrc: number, n: number, offset: number): number {
+    return journalWrite(f.journal!, this.raw(f), this.heap().slice(pSrc, pSrc + n), offset);
+  }
+
+  /**
+   * A database file just opened: a new one gets its header (the key slot) on disk and synced before any page, so a
+   * file never holds pages with no way to open them; an existing one must start with the header.
+   */
+  openDb(f: OpenCryptFile): number {
+    if (this.underSize(f) === 0) {
+      let rc = this.writeRaw(f, encodeHeader(f.ctx!.header), 0);
+      if (rc === SQLITE_OK) rc = f.io.xSync(f.pUnder, SQLITE_SYNC_FULL);
       if (rc !== SQLITE_OK) return rc;
-      const data = this.heap().slice(pDest, pDest + have);
-      streamXor(f.streamKey!, nonce!, offset, data);
-      this.heap().set(data, pDest);
+    } else {
+      const head = this.raw(f).read(0, MAGIC.length);
+      if (!head || !MAGIC.every((b, i) => head[i] === b)) return SQLITE_CANTOPEN;
     }
-    if (have < n) { this.heap().fill(0, pDest + have, pDest + n); return SQLITE_IOERR_SHORT_READ; }
+    f.headerOnDisk = true;
     return SQLITE_OK;
-  }
-
-  streamWrite(f: OpenCryptFile, pSrc: number, n: number, offset: number): number {
-    const nonce = this.streamNonce(f, true)!;
-    const data = this.heap().slice(pSrc, pSrc + n);
-    streamXor(f.streamKey!, nonce, offset, data);
-    return this.writeRaw(f, data, offset + STREAM_PREFIX);
-  }
-
-  streamTruncate(f: OpenCryptFile, size: number): number {
-    if (size === 0) f.nonce = undefined;
-    return f.io.xTruncate(f.pUnder, BigInt(size === 0 ? 0 : size + STREAM_PREFIX));
-  }
-
-  streamSize(f: OpenCryptFile): number {
-    return Math.max(0, this.underSize(f) - STREAM_PREFIX);
   }
 
   of(pFile: number): OpenCryptFile {
@@ -240,12 +234,12 @@ function ioMethods(c: CryptFiles, wasm: Api['wasm']) {
   const pass = (pFile: number, fn: (f: OpenCryptFile) => number) => guard(() => fn(c.of(pFile)));
   return {
     xClose: (pFile: number) => guard(() => c.close(pFile)),
-    xRead: (pFile: number, p: number, n: number, at: bigint | number) => on(pFile, (f) => c.dbRead(f, p, n, Number(at)), (f) => c.streamRead(f, p, n, Number(at))),
-    xWrite: (pFile: number, p: number, n: number, at: bigint | number) => on(pFile, (f) => c.dbWrite(f, p, n, Number(at)), (f) => c.streamWrite(f, p, n, Number(at))),
-    xTruncate: (pFile: number, size: bigint | number) => on(pFile, (f) => c.dbTruncate(f, Number(size)), (f) => c.streamTruncate(f, Number(size))),
+    xRead: (pFile: number, p: number, n: number, at: bigint | number) => on(pFile, (f) => c.dbRead(f, p, n, Number(at)), (f) => c.journalRead(f, p, n, Number(at))),
+    xWrite: (pFile: number, p: number, n: number, at: bigint | number) => on(pFile, (f) => c.dbWrite(f, p, n, Number(at)), (f) => c.journalWrite(f, p, n, Number(at))),
+    xTruncate: (pFile: number, size: bigint | number) => on(pFile, (f) => c.dbTruncate(f, Number(size)), (f) => journalTruncate(f.journal!, c.raw(f), Number(size))),
     xFileSize: (pFile: number, pSize: number) => on(pFile,
       (f) => { wasm.poke64(pSize, BigInt(c.dbSize(f))); return SQLITE_OK; },
-      (f) => { wasm.poke64(pSize, BigInt(c.streamSize(f))); return SQLITE_OK; }),
+      (f) => { wasm.poke64(pSize, BigInt(journalSize(f.journal!, c.raw(f)))); return SQLITE_OK; }),
     xSync: (pFile: number, flags: number) => pass(pFile, (f) => f.io.xSync(f.pUnder, flags)),
     xLock: (pFile: number, level: number) => pass(pFile, (f) => f.io.xLock(f.pUnder, level)),
     xUnlock: (pFile: number, level: number) => pass(pFile, (f) => f.io.xUnlock(f.pUnder, level)),
@@ -258,7 +252,7 @@ function ioMethods(c: CryptFiles, wasm: Api['wasm']) {
 }
 
 /** Which keys a file SQLite opens is sealed with: its database's (the database, its journal), or its own. */
-function keysFor(contexts: Map<string, CryptContext>, path: string, flags: number): { ctx?: CryptContext; streamKey?: Uint8Array } {
+function keysFor(contexts: Map<string, CryptContext>, path: string, flags: number): { ctx?: CryptContext; journal?: JournalState } {
   if (flags & SQLITE_OPEN_MAIN_DB) {
     const ctx = contexts.get(path);
     if (!ctx) throw Object.assign(new Error(`no key for ${path}`), { rc: SQLITE_CANTOPEN });
@@ -266,10 +260,10 @@ function keysFor(contexts: Map<string, CryptContext>, path: string, flags: numbe
   }
   for (const suffix of JOURNAL_SUFFIXES) {
     const ctx = path.endsWith(suffix) ? contexts.get(path.slice(0, -suffix.length)) : undefined;
-    if (ctx) return { streamKey: ctx.dek };
+    if (ctx) return { journal: { key: ctx.dek, fileId: ctx.header.fileId, size: -1 } };
   }
   // A temporary file: its own key, forgotten with it.
-  return { streamKey: randomBytes(32) };
+  return { journal: { key: randomBytes(32), fileId: randomBytes(16), size: -1 } };
 }
 
 function vfsMethods(c: CryptFiles, under: RawVfs, contexts: Map<string, CryptContext>, api: Api, ioPointer: number) {
@@ -292,7 +286,8 @@ function vfsMethods(c: CryptFiles, under: RawVfs, contexts: Map<string, CryptCon
       const f: OpenCryptFile = { pUnder, io: under.io(pUnder), ...keys, headerOnDisk: false, scratch: 0, scratchSize: 0 };
       c.files.set(pFile, f);
       if (f.ctx) {
-        try { f.headerOnDisk = c.underSize(f) >= HEADER_BYTES; } catch { /* read at the first write */ }
+        const checked = guard(() => c.openDb(f));
+        if (checked !== SQLITE_OK) { c.close(pFile); return checked; }
         c.dbFiles.set(path, f);
       }
       const file = new capi.sqlite3_file(pFile);

@@ -8,7 +8,7 @@ import type { Database, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../contracts/errors.js';
 import type { EncryptionOptions, StorageDriver } from '../contracts/types.js';
 import { recoverConversion } from './crypt-convert.js';
-import { type CryptState, planOpen, readEncryption, withEncryption } from './crypt-driver.js';
+import { type CryptState, type OpenPlan, forgetContext, planOpen, readEncryption, withEncryption } from './crypt-driver.js';
 import { installCryptVfs } from './crypt-vfs.js';
 import { MODULE, VFS_NAME, type VfsState, codeOf, installNodeVfs } from './node-vfs.js';
 import { createSqliteDriver, loadSqlite3 } from './sqlite-wasm.js';
@@ -166,7 +166,6 @@ export function fileStorage(path: string, options: FileStorageOptions = {}): () 
     }
     const vfs = installNodeVfs(sqlite3);
     const release = acquireLock(dbPath);
-    const seq = vfs.lastError.seq;
     let db: Database | undefined;
     let state: CryptState;
     // The lock file keeps other connections out, so SQLite may keep its lock (and its page cache) between
@@ -194,14 +193,18 @@ export function fileStorage(path: string, options: FileStorageOptions = {}): () 
         throw error;
       }
     };
+    let plan: OpenPlan | undefined;
+    let seq = vfs.lastError.seq;
     try {
       // A conversion (plain to encrypted or back) a kill interrupted is finished first; then the key is checked
       // against the file's header before SQLite reads it, so a wrong or missing key writes nothing.
       recoverConversion(installCryptVfs(sqlite3, VFS_NAME).under, dbPath);
-      const plan = await planOpen(sqlite3, VFS_NAME, dbPath, key, `The database file "${dbPath}"`);
+      plan = await planOpen(sqlite3, VFS_NAME, dbPath, key, `The database file "${dbPath}"`);
+      seq = vfs.lastError.seq;
       db = open(plan.vfs);
       state = { ctx: plan.ctx, file: { crypt: plan.crypt, name: dbPath, reopen: open } };
     } catch (cause) {
+      if (plan) forgetContext({ ctx: plan.ctx, file: { crypt: plan.crypt, name: dbPath, reopen: open } });
       release();
       if (cause instanceof PagewiseError) throw cause;
       const text = String((cause as Error)?.message ?? cause);

@@ -1,7 +1,7 @@
 import type { Database, PreparedStatement, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../contracts/errors.js';
 import type { EncryptionOptions, Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
-import { type CryptState, type SqliteDriver, newHeader, planOpen, plainImage, readEncryption, withEncryption, writeImportedImage } from './crypt-driver.js';
+import { type CryptState, type SqliteDriver, forgetContext, newHeader, planOpen, plainImage, readEncryption, withEncryption, writeImportedImage } from './crypt-driver.js';
 import { recoverConversion } from './crypt-convert.js';
 import { DEFAULT_PAGE_SIZE } from './crypt-driver.js';
 import { installCryptVfs } from './crypt-vfs.js';
@@ -110,13 +110,21 @@ async function openOpfs(sqlite3: Sqlite3Static, filename: string, directory: str
     const name = `/${filename}`;
     const where = `The OPFS database "${directory}/${filename}"`;
     const { under } = installCryptVfs(sqlite3, pool.vfsName);
+    // Asked before a file is opened: the pool logs every open of a name it does not hold.
+    under.exists = (file) => pool!.getFileNames().includes(file);
     recoverConversion(under, name);
     if (bytes && !pool.getFileNames().includes(name)) {
       if (!(await writeImportedImage(under, name, bytes, key))) await pool.importDb(name, bytes);
     }
     const opened = await planOpen(sqlite3, pool.vfsName, name, key, where);
     const reopen = (vfs: string): Database => new sqlite3.oo1.DB({ filename: name, vfs });
-    return { db: reopen(opened.vfs), release, pool, state: { ctx: opened.ctx, file: { crypt: opened.crypt, name, reopen } } };
+    const state: CryptState = { ctx: opened.ctx, file: { crypt: opened.crypt, name, reopen } };
+    try {
+      return { db: reopen(opened.vfs), release, pool, state };
+    } catch (error) {
+      forgetContext(state);
+      throw error;
+    }
   } catch (cause) {
     release();
     if (cause instanceof PagewiseError) throw cause;

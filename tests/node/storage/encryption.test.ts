@@ -9,9 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemory as createRealMemory } from '../../../src/index.js';
 import { isPagewiseError } from '../../../src/contracts/errors.js';
 import { fileStorage } from '../../../src/storage/node-file.js';
-import { sqliteWasm } from '../../../src/storage/sqlite-wasm.js';
+import { loadSqlite3, sqliteWasm } from '../../../src/storage/sqlite-wasm.js';
 import { HEADER_BYTES, decodeHeader, openImage } from '../../../src/storage/crypt-format.js';
 import { readEncryption, unlock } from '../../../src/storage/crypt-keys.js';
+import { forgetContext, planOpen } from '../../../src/storage/crypt-driver.js';
+import { JOURNAL_PREFIX } from '../../../src/storage/crypt-journal.js';
+import { VFS_NAME } from '../../../src/storage/node-vfs.js';
 import type { EncryptionOptions } from '../../../src/contracts/types.js';
 import { storageDriverCases } from '../../support/conformance/storage-driver.js';
 import { assistant, createMemory, user } from '../../support/helpers.js';
@@ -195,6 +198,48 @@ describe('encrypted at rest: a Node file', () => {
       await expect(Promise.resolve().then(() => opened.query('PRAGMA integrity_check'))).rejects.toMatchObject({ code: 'STORAGE_ERROR' });
       await opened.close();
     }
+  });
+});
+
+describe('encrypted at rest: what a file may hold', () => {
+  it('a new file has its header (the key slot) on disk before any page; a file of zeros is not taken for a new one', async () => {
+    const path = fresh('new');
+    const driver = await fileStorage(path, { encryption: { key } })();
+    expect(readFileSync(path).subarray(0, 16).toString('latin1')).toBe('pagewise crypt 1');
+    await driver.close();
+    const zeros = fresh('zeros');
+    writeFileSync(zeros, new Uint8Array(8192));
+    expect((await failure(createMemory({ storage: fileStorage(zeros, { encryption: { key } }) }))).code).toBe('STORAGE_ERROR');
+    expect(readFileSync(zeros).every((b) => b === 0)).toBe(true);
+  });
+
+  it('a hot journal changed on disk fails the open: it is never rolled into the database', async () => {
+    const path = fresh('journal');
+    const setup = await fileStorage(path, { encryption: { key } })();
+    await setup.batch([{ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)' }]);
+    await setup.batch(Array.from({ length: 300 }, (_, i) => ({ sql: 'INSERT INTO t VALUES (?, ?)', params: [i, `balance=1000 row ${i} ${'.'.repeat(60)}`] })));
+    await setup.close();
+    // A transaction under way whose pages spilled into the file: its journal is hot. Copies of both are taken then.
+    const plan = await planOpen(await loadSqlite3(), VFS_NAME, path, readEncryption({ key }), path);
+    const raw = new (await loadSqlite3()).oo1.DB({ filename: path, flags: 'c', vfs: plan.vfs });
+    raw.exec("PRAGMA cache_size = 2; BEGIN; UPDATE t SET v = replace(v, 'balance=1000', 'balance=2000');");
+    const copies = [fresh('hot'), fresh('hot-tampered')];
+    for (const copy of copies) {
+      writeFileSync(copy, readFileSync(path));
+      writeFileSync(`${copy}-journal`, readFileSync(`${path}-journal`));
+    }
+    raw.exec('ROLLBACK');
+    raw.close();
+    forgetContext({ ctx: plan.ctx, file: { crypt: plan.crypt, name: path, reopen: () => { throw new Error('unused'); } } });
+    // The control: as copied, the journal rolls the spilled pages back.
+    const sound = await fileStorage(copies[0]!, { encryption: { key } })();
+    expect(await sound.query('SELECT count(*) AS n FROM t WHERE v LIKE ?', ['balance=1000%'])).toEqual([{ n: 300 }]);
+    await sound.close();
+    // One byte changed in a sealed journal block (no key needed to change it): the open fails, no wrong row is read.
+    const journal = readFileSync(`${copies[1]}-journal`);
+    journal[JOURNAL_PREFIX + 24 + 300]! ^= 8;
+    writeFileSync(`${copies[1]}-journal`, journal);
+    expect((await failure(createMemory({ storage: fileStorage(copies[1]!, { encryption: { key } }) }))).code).toMatch(/^STORAGE_/);
   });
 });
 
