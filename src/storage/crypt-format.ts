@@ -23,9 +23,27 @@ export const SLOT_KIND = { key: 1, passphrase: 2, cryptoKey: 3 } as const;
 const u32 = (b: Uint8Array, at: number): number => new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(at, true);
 const putU32 = (b: Uint8Array, at: number, v: number): void => new DataView(b.buffer, b.byteOffset, b.byteLength).setUint32(at, v, true);
 
+// Nonces are drawn from a pool filled 8 KiB at a time: one getRandomValues call per nonce cost more than sealing a
+// journal block (Node reads its CSPRNG per call).
+const POOL_BYTES = 8192;
+let pool = new Uint8Array(0);
+let poolAt = 0;
+
 export function randomBytes(n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  globalThis.crypto.getRandomValues(out);
+  if (n > POOL_BYTES / 4) {
+    const out = new Uint8Array(n);
+    globalThis.crypto.getRandomValues(out);
+    return out;
+  }
+  if (poolAt + n > pool.length) {
+    pool = new Uint8Array(POOL_BYTES);
+    globalThis.crypto.getRandomValues(pool);
+    poolAt = 0;
+  }
+  const out = pool.slice(poolAt, poolAt + n);
+  // Each byte is handed out once: zeroed in the pool as it goes.
+  pool.fill(0, poolAt, poolAt + n);
+  poolAt += n;
   return out;
 }
 

@@ -5,7 +5,7 @@ import type { Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import {
   HEADER_BYTES, type Header, MAGIC, PAGE_OVERHEAD, SLOT_BYTES, SLOT_OFFSETS, encodeHeader, openPage, pageSlot, randomBytes, sealPage,
 } from './crypt-format.js';
-import { type JournalState, type Raw, journalRead, journalSize, journalTruncate, journalWrite } from './crypt-journal.js';
+import { type JournalState, type Raw, journalFlush, journalRead, journalSize, journalTruncate, journalWrite } from './crypt-journal.js';
 import { RawVfs, type RawIo, SQLITE_IOERR_SHORT_READ, SQLITE_OK, SQLITE_SYNC_FULL, rawApi } from './crypt-raw.js';
 
 const SQLITE_IOERR = 10;
@@ -214,6 +214,7 @@ class CryptFiles {
   close(pFile: number): number {
     const f = this.files.get(pFile);
     if (!f) return SQLITE_OK;
+    if (f.journal) try { journalFlush(f.journal, this.raw(f)); } catch { /* closing: SQLite has what it synced */ }
     this.files.delete(pFile);
     for (const [k, v] of this.dbFiles) if (v === f) this.dbFiles.delete(k);
     try { return f.io.xClose(f.pUnder); } finally {
@@ -240,7 +241,10 @@ function ioMethods(c: CryptFiles, wasm: Api['wasm']) {
     xFileSize: (pFile: number, pSize: number) => on(pFile,
       (f) => { wasm.poke64(pSize, BigInt(c.dbSize(f))); return SQLITE_OK; },
       (f) => { wasm.poke64(pSize, BigInt(journalSize(f.journal!, c.raw(f)))); return SQLITE_OK; }),
-    xSync: (pFile: number, flags: number) => pass(pFile, (f) => f.io.xSync(f.pUnder, flags)),
+    xSync: (pFile: number, flags: number) => pass(pFile, (f) => {
+      const rc = f.journal ? journalFlush(f.journal, c.raw(f)) : SQLITE_OK;
+      return rc === SQLITE_OK ? f.io.xSync(f.pUnder, flags) : rc;
+    }),
     xLock: (pFile: number, level: number) => pass(pFile, (f) => f.io.xLock(f.pUnder, level)),
     xUnlock: (pFile: number, level: number) => pass(pFile, (f) => f.io.xUnlock(f.pUnder, level)),
     xCheckReservedLock: (pFile: number, pOut: number) => pass(pFile, (f) => f.io.xCheckReservedLock(f.pUnder, pOut)),
