@@ -19,10 +19,11 @@ export function writeWhole(under: RawVfs, name: string, bytes: Uint8Array, flags
   } finally { file.close(); }
 }
 
-const exists = (under: RawVfs, name: string): boolean => {
+/** The size of file `name`, or -1 when there is none. */
+const sizeOf = (under: RawVfs, name: string): number => {
   const file = under.open(name, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_JOURNAL);
-  if (!file) return false;
-  try { return file.size() > 0; } finally { file.close(); }
+  if (!file) return -1;
+  try { return file.size(); } finally { file.close(); }
 };
 
 /** Copies the side file over the database, syncs it, then removes the marker and the side file. */
@@ -43,10 +44,15 @@ function finish(under: RawVfs, name: string): void {
   under.delete(sideOf(name));
 }
 
-/** At open: finishes a conversion whose new image is complete, or drops one that is not. */
+/**
+ * At open: finishes a conversion whose new image is complete (its marker holds its byte), or drops one that is not
+ * (a side file, or a marker created but not yet written, a kill left).
+ */
 export function recoverConversion(under: RawVfs, name: string): void {
-  if (exists(under, markOf(name))) finish(under, name);
-  else if (exists(under, sideOf(name))) under.delete(sideOf(name));
+  const mark = sizeOf(under, markOf(name));
+  if (mark > 0) { finish(under, name); return; }
+  if (mark === 0) under.delete(markOf(name));
+  if (sizeOf(under, sideOf(name)) >= 0) under.delete(sideOf(name));
 }
 
 /**
