@@ -1,5 +1,5 @@
 // The journal (and any temporary file) of an encrypted database: a prefix with a generation id made when the file
-// is empty, then blocks of 1 KiB sealed one by one (XChaCha20-Poly1305; the file id, the generation and the block's
+// is empty, then blocks of 4 KiB sealed one by one (XChaCha20-Poly1305; the file id, the generation and the block's
 // number in the associated data), each with how many of its bytes are in use. A changed, moved or replayed block does
 // not open: a hot journal that was tampered with fails the open instead of rolling wrong bytes into the database.
 //
@@ -11,7 +11,7 @@ import { NONCE_BYTES, TAG_BYTES, randomBytes } from './crypt-format.js';
 
 export const JOURNAL_MAGIC = new TextEncoder().encode('pwjrnl02');
 export const JOURNAL_PREFIX = JOURNAL_MAGIC.length + 24;
-export const BLOCK = 1024;
+export const BLOCK = 4096;
 export const BLOCK_SLOT = NONCE_BYTES + 4 + BLOCK + TAG_BYTES;
 
 const SQLITE_OK = 0;
