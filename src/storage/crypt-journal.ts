@@ -123,10 +123,11 @@ export function journalFlush(j: JournalState, raw: Raw): number {
   const indices = new Set([...j.dirty.keys()].filter((i) => i <= last));
   for (let i = Math.floor((j.sealed ?? 0) / BLOCK); i <= last; i++) indices.add(i);
   const sorted = [...indices].sort((a, b) => a - b);
-  // Each run of consecutive blocks is sealed into one buffer and written at once.
+  // Each run of consecutive blocks (up to 16: some VFSs refuse very large writes) is sealed into one buffer and
+  // written at once.
   for (let r = 0; r < sorted.length;) {
     let end = r;
-    while (end + 1 < sorted.length && sorted[end + 1] === sorted[end]! + 1) end++;
+    while (end + 1 < sorted.length && end - r < 15 && sorted[end + 1] === sorted[end]! + 1) end++;
     const first = sorted[r]!;
     const out = new Uint8Array((end - r + 1) * BLOCK_SLOT);
     for (let index = first; index <= sorted[end]!; index++) {
