@@ -1,19 +1,16 @@
 // relayEndpoint(): a relay over HTTP. `POST /v1/pagewise/relay` passes one relay operation of the authenticated user to
 // that user's relay object (a PagewiseRelay Durable Object), and nothing else. What crosses is ciphertext the devices
 // sealed; the endpoint, like the object, never sees a key.
-import { PagewiseError, isPagewiseError } from '../contracts/errors.js';
-import { describe, readArray, readRecord } from '../common/messages.js';
+import { PagewiseError } from '../contracts/errors.js';
+import { describe, readRecord } from '../common/messages.js';
 import { depthOver } from '../common/depth.js';
 import { RELAY_OPS, RELAY_PATH, type RelayTarget } from '../storage/relay-protocol.js';
-import { errorStatus } from './proxy.js';
-import { readCapped } from './sync-http.js';
+import { postEndpoint, readPostRoute } from './post-endpoint.js';
 
 export { RELAY_PATH };
 
 const MODULE = 'relay-http';
 const DEFAULT_MAX_BODY = 24_000_000;
-// What an over-long body is still read (and dropped) for, so that a client writing its whole body first sees the 413.
-const DRAIN_BYTES = 64_000_000;
 const MAX_DEPTH = 8;
 
 export interface RelayEndpointOptions<Env = unknown> {
@@ -39,20 +36,6 @@ function invalidOptions(path: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', MODULE, message, { path });
 }
 
-function errorResponse(status: number, code: string, message: string, headers: Record<string, string> = {}, path?: string): Response {
-  return Response.json({ error: { type: 'pagewise_error', code, message, ...(path !== undefined ? { path } : {}) } }, { status, headers });
-}
-
-function isOrigin(value: unknown): boolean {
-  if (value === '*') return true;
-  try {
-    const url = new URL(String(value));
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === String(value).replace(/\/$/, '');
-  } catch {
-    return false;
-  }
-}
-
 function readOptions<Env>(options: RelayEndpointOptions<Env>) {
   const o = readRecord(options, 'options', 'INVALID_OPTIONS', MODULE);
   if (!o) invalidOptions('options', `relayEndpoint takes an options object { relay, authenticate } (got ${describe(options)}).`);
@@ -62,16 +45,7 @@ function readOptions<Env>(options: RelayEndpointOptions<Env>) {
   if (typeof o.relay !== 'function') {
     invalidOptions('relay', `\`relay\` is a function of the user that returns their relay object, e.g. (user, env) => relayStub(env.RELAY, 'user:' + encodeURIComponent(user)) (got ${describe(o.relay)}).`);
   }
-  const path = o.path === undefined ? RELAY_PATH : o.path;
-  if (typeof path !== 'string' || !/^\/[^?#\s]*$/.test(path)) invalidOptions('path', `\`path\` is the route's path, starting with / and without ? or # (got ${describe(path)}).`);
-  const max = o.maxBodyBytes === undefined ? DEFAULT_MAX_BODY : o.maxBodyBytes;
-  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) invalidOptions('maxBodyBytes', `\`maxBodyBytes\` is a whole number of bytes, at least 1 (got ${describe(max)}).`);
-  const origins = o.allowedOrigins === undefined ? [] : readArray(o.allowedOrigins, 'allowedOrigins', 'INVALID_OPTIONS', MODULE);
-  if (!origins || !origins.every(isOrigin)) invalidOptions('allowedOrigins', `\`allowedOrigins\` lists origins as scheme://host[:port], or '*' (got ${describe(o.allowedOrigins)}).`);
-  return {
-    relay: o.relay as RelayEndpointOptions<Env>['relay'], authenticate: o.authenticate as RelayEndpointOptions<Env>['authenticate'],
-    path, max, origins: new Set((origins as string[]).map((x) => x.replace(/\/$/, ''))),
-  };
+  return { relay: o.relay as RelayEndpointOptions<Env>['relay'], route: readPostRoute<Env>(o, { path: RELAY_PATH, max: DEFAULT_MAX_BODY }, MODULE, invalidOptions) };
 }
 
 function badRequest(message: string, path?: string): never {
@@ -111,33 +85,10 @@ function parseCall(bytes: Uint8Array): { op: string; args: unknown } {
  */
 export function relayEndpoint<Env = unknown>(options: RelayEndpointOptions<Env>): (request: Request, env?: Env) => Promise<Response> {
   const o = readOptions(options);
-  const corsOf = (request: Request): Record<string, string> => {
-    const origin = request.headers.get('origin');
-    if (o.origins.size === 0) return {};
-    if (origin === null || (!o.origins.has('*') && !o.origins.has(origin))) return { vary: 'Origin' };
-    return { 'access-control-allow-origin': o.origins.has('*') ? '*' : origin, vary: 'Origin' };
-  };
-  return async (request, env) => {
-    const cors = corsOf(request);
-    try {
-      if (new URL(request.url).pathname !== o.path) return errorResponse(404, 'NOT_FOUND', `The relay endpoint serves POST ${o.path} only.`, cors);
-      if (request.method === 'OPTIONS' && cors['access-control-allow-origin']) {
-        return new Response(null, { status: 204, headers: { ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization, content-type', 'access-control-max-age': '600' } });
-      }
-      if (request.method !== 'POST') return errorResponse(405, 'INVALID_ARGUMENT', `The relay endpoint takes POST ${o.path} with a JSON body { op, args } (got ${request.method}).`, { ...cors, allow: 'POST' });
-      const user = await o.authenticate(request, env as Env);
-      if (typeof user !== 'string' || user === '') {
-        return errorResponse(401, 'UNAUTHENTICATED', 'The relay endpoint needs credentials it accepts: send Authorization: Bearer <token> with a token the server lists (relayPeer(url, { key, token })). Nothing was read or stored.', { ...cors, 'www-authenticate': 'Bearer' });
-      }
-      const bytes = await readCapped(request, o.max, DRAIN_BYTES);
-      if (bytes === null) return errorResponse(413, 'MESSAGE_TOO_LARGE', `The request body is over ${o.max} bytes, this endpoint's limit: sync with smaller batches (options.batchBytes). Nothing was stored.`, cors);
-      const { op, args } = parseCall(bytes);
-      const target = await o.relay(user, env as Env);
-      return Response.json({ value: await target.call(op, args) }, { headers: cors });
-    } catch (e) {
-      if (isPagewiseError(e)) return errorResponse(errorStatus(e.code), e.code, e.message, cors, e.path);
-      console.error('[pagewise] [relay-http] unexpected error', e);
-      return errorResponse(500, 'INTERNAL_ERROR', 'The relay endpoint failed on this request; the server log has the cause. Nothing is lost: run the sync again.', cors);
-    }
-  };
+  return postEndpoint(o.route, {
+    name: 'relay', body: '{ op, args }', client: 'relayPeer(url, { key, token })', log: 'relay-http', retry: 'Nothing is lost: run the sync again.',
+  }, async (user, bytes, env) => {
+    const { op, args } = parseCall(bytes);
+    return (await o.relay(user, env)).call(op, args);
+  });
 }

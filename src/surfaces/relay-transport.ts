@@ -3,7 +3,8 @@
 // followed, a timeout, a cap on the reply, and the endpoint's typed errors rebuilt.
 import { PagewiseError } from '../contracts/errors.js';
 import { describe, readRecord } from '../common/messages.js';
-import { readCapped, replyError } from './sync-http.js';
+import { postJson } from './post-endpoint.js';
+import { replyError } from './sync-http.js';
 import { RELAY_PATH, type RelayTarget } from '../storage/relay-protocol.js';
 
 const MODULE = 'sync-relay';
@@ -70,20 +71,14 @@ export function httpRelay(url: string, options: Record<string, unknown>): RelayT
   const target = readUrl(url, o.allowHttp);
   const call = async (op: string, args: unknown): Promise<unknown> => {
     const body = JSON.stringify({ op, args });
-    let status: number;
-    let bytes: Uint8Array | null = null;
-    let redirect: string | null | undefined;
+    let posted: Awaited<ReturnType<typeof postJson>>;
     try {
-      const response = await o.fetch(target, { method: 'POST', headers: o.headers, body, redirect: 'manual', signal: AbortSignal.timeout(o.timeoutMs) });
-      status = response.status;
-      if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
-        redirect = response.headers.get('location');
-        await response.body?.cancel().catch(() => undefined);
-      } else bytes = await readCapped(response, o.maxReplyBytes, 0);
+      posted = await postJson(o, target, body);
     } catch (e) {
       const why = (e as Error | null)?.name === 'TimeoutError' ? `no answer within ${o.timeoutMs} ms` : ((e as Error | null)?.message ?? String(e)).slice(0, 200);
       throw new PagewiseError('STORAGE_UNAVAILABLE', MODULE, `The relay endpoint ${target} could not be reached (${why}). Nothing was lost: each batch is applied whole or not at all, so the sync can simply be run again.`, { cause: e });
     }
+    const { status, bytes, redirect } = posted;
     if (redirect !== undefined) {
       throw new PagewiseError('INVALID_OPTIONS', MODULE, `${target} answered ${status || 'a redirect'}. relayPeer follows no redirect (it would send the token wherever one points): configure the relay endpoint's final URL.`, { path: 'url' });
     }

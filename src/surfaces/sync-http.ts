@@ -1,11 +1,11 @@
 // Sync over HTTP: syncEndpoint() serves a person's memory as a sync peer (a fetch handler, beside the proxy), and
 // remoteMemory(url, { token }) is that peer on the other side, for `memory.sync(remoteMemory(…))`. Only the three
 // sync methods cross; a memory is personal data, so the endpoint serves nobody `authenticate` does not name.
-import { ERROR_CODES, PagewiseError, isPagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
+import { ERROR_CODES, PagewiseError, type PagewiseErrorCode } from '../contracts/errors.js';
 import type { SyncOptions, SyncPeer, SyncReport } from '../contracts/types-sync.js';
 import { describe, readArray, readRecord } from '../common/messages.js';
 import { withSync } from '../common/sync.js';
-import { errorStatus } from './proxy.js';
+import { postEndpoint, postJson, readPostRoute } from './post-endpoint.js';
 import { checkSyncServes, claimForSync } from './shared-memories.js';
 import { depthOver } from '../common/depth.js';
 
@@ -49,19 +49,6 @@ function invalidOptions(path: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', MODULE, message, { path });
 }
 
-function errorResponse(status: number, code: string, message: string, path?: string, headers: Record<string, string> = {}): Response {
-  return Response.json({ error: { type: 'pagewise_error', code, message, ...(path !== undefined ? { path } : {}) } }, { status, headers });
-}
-
-function isOrigin(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '');
-  } catch {
-    return false;
-  }
-}
-
 function readEndpointOptions<Env>(options: SyncEndpointOptions<Env>) {
   const o = readRecord(options, 'options', 'INVALID_OPTIONS', MODULE);
   if (!o) invalidOptions('options', `syncEndpoint takes an options object { memory, authenticate } (got ${describe(options)}).`);
@@ -73,56 +60,10 @@ function readEndpointOptions<Env>(options: SyncEndpointOptions<Env>) {
   if (typeof memory !== 'function' && (typeof peer !== 'object' || peer === null || SYNC_METHODS.some((m) => typeof peer[m] !== 'function'))) {
     invalidOptions('memory', `\`memory\` is a Memory (or any object with ${NAMED}), or a function of the user that returns one, e.g. (user) => memoryStub(env.MEMORY_USERS, 'user:' + encodeURIComponent(user)) (got ${describe(memory)}).`);
   }
-  const path = o.path === undefined ? SYNC_PATH : o.path;
-  if (typeof path !== 'string' || !/^\/[^?#\s]*$/.test(path)) invalidOptions('path', `\`path\` is the route's path, starting with / and without ? or # (got ${describe(path)}).`);
-  const max = o.maxBodyBytes === undefined ? DEFAULT_MAX_BODY : o.maxBodyBytes;
-  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1) invalidOptions('maxBodyBytes', `\`maxBodyBytes\` is a whole number of bytes, at least 1 (got ${describe(max)}).`);
-  const origins = o.allowedOrigins === undefined ? [] : readArray(o.allowedOrigins, 'allowedOrigins', 'INVALID_OPTIONS', MODULE);
-  if (!origins || origins.some((x) => typeof x !== 'string' || (x !== '*' && !isOrigin(x)))) {
-    invalidOptions('allowedOrigins', `\`allowedOrigins\` lists origins as scheme://host[:port] (e.g. https://app.example), or '*' (got ${describe(o.allowedOrigins)}).`);
-  }
+  const route = readPostRoute<Env>(o, { path: SYNC_PATH, max: DEFAULT_MAX_BODY }, MODULE, invalidOptions);
   // Last, so that options refused for another reason register nothing.
   if (typeof memory !== 'function') claimForSync(memory);
-  return {
-    memoryOf: typeof memory === 'function' ? memory : () => memory,
-    authenticate: o.authenticate as SyncEndpointOptions<Env>['authenticate'],
-    path, max, origins: new Set((origins as string[]).map((x) => x.replace(/\/$/, ''))),
-  };
-}
-
-// What an over-long body is still read (and dropped) for before the answer: a client writing its whole body before it
-// reads the reply (fetch does) otherwise sees the connection reset instead of the 413.
-const DRAIN_BYTES = 64_000_000;
-
-/**
- * The body, or null when it is over `max` bytes: kept no further than that, the next `drain` bytes read and dropped,
- * then the stream cancelled (a request or a reply alike).
- */
-export async function readCapped(message: Request | Response, max: number, drain: number): Promise<Uint8Array | null> {
-  const declared = Number(message.headers.get('content-length') ?? NaN);
-  if (!message.body) return new Uint8Array(0);
-  const reader = message.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = Number.isFinite(declared) && declared > max ? declared : 0;
-  if (size > max + drain) {
-    await reader.cancel().catch(() => undefined);
-    return null;
-  }
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max + drain) {
-      await reader.cancel().catch(() => undefined);
-      break;
-    }
-    if (size <= max) chunks.push(value);
-  }
-  if (size > max) return null;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) { out.set(c, at); at += c.byteLength; }
-  return out;
+  return { memoryOf: typeof memory === 'function' ? memory : () => memory, route };
 }
 
 function badRequest(message: string, path?: string): never {
@@ -175,38 +116,15 @@ function callerArgs(method: SyncMethod, args: unknown[]): unknown[] {
  */
 export function syncEndpoint<Env = unknown>(options: SyncEndpointOptions<Env>): (request: Request, env?: Env) => Promise<Response> {
   const o = readEndpointOptions(options);
-  const corsOf = (request: Request): Record<string, string> => {
-    const origin = request.headers.get('origin');
-    if (o.origins.size === 0) return {};
-    if (origin === null || (!o.origins.has('*') && !o.origins.has(origin))) return { vary: 'Origin' };
-    return { 'access-control-allow-origin': o.origins.has('*') ? '*' : origin, vary: 'Origin' };
-  };
-  return async (request, env) => {
-    const cors = corsOf(request);
-    try {
-      if (new URL(request.url).pathname !== o.path) return errorResponse(404, 'NOT_FOUND', `The sync endpoint serves POST ${o.path} only.`, undefined, cors);
-      if (request.method === 'OPTIONS' && cors['access-control-allow-origin']) {
-        return new Response(null, { status: 204, headers: { ...cors, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'authorization, content-type', 'access-control-max-age': '600' } });
-      }
-      if (request.method !== 'POST') return errorResponse(405, 'INVALID_ARGUMENT', `The sync endpoint takes POST ${o.path} with a JSON body { method, args } (got ${request.method}).`, undefined, { ...cors, allow: 'POST' });
-      const user = await o.authenticate(request, env as Env);
-      if (typeof user !== 'string' || user === '') {
-        return errorResponse(401, 'UNAUTHENTICATED', 'The sync endpoint needs credentials it accepts: send Authorization: Bearer <token> with a token the server lists (remoteMemory(url, { token })). Nothing was read or stored.', undefined, { ...cors, 'www-authenticate': 'Bearer' });
-      }
-      const bytes = await readCapped(request, o.max, DRAIN_BYTES);
-      if (bytes === null) return errorResponse(413, 'MESSAGE_TOO_LARGE', `The request body is over ${o.max} bytes, this endpoint's limit: sync with smaller batches (options.batchBytes). Nothing was stored.`, undefined, cors);
-      const { method, args } = parseCall(bytes);
-      const peer = await o.memoryOf(user, env as Env);
-      checkSyncServes(peer, user);
-      const value = await (peer as unknown as Record<SyncMethod, (...a: unknown[]) => Promise<unknown>>)[method](...callerArgs(method, args));
-      return Response.json({ value }, { headers: cors });
-    } catch (e) {
-      if (isPagewiseError(e)) return errorResponse(errorStatus(e.code), e.code, e.message, e.path, cors);
-      // Not the caller's doing (a Durable Object that failed, a bug): a 500 that says so, not a crashed handler.
-      console.error('[pagewise] [sync-http] unexpected error', e);
-      return errorResponse(500, 'INTERNAL_ERROR', 'The sync endpoint failed on this request; the server log has the cause. Each batch is applied whole or not at all: run the sync again.', undefined, cors);
-    }
-  };
+  return postEndpoint(o.route, {
+    name: 'sync', body: '{ method, args }', client: 'remoteMemory(url, { token })', log: 'sync-http',
+    retry: 'Each batch is applied whole or not at all: run the sync again.',
+  }, async (user, bytes, env) => {
+    const { method, args } = parseCall(bytes);
+    const peer = await o.memoryOf(user, env);
+    checkSyncServes(peer, user);
+    return (peer as unknown as Record<SyncMethod, (...a: unknown[]) => Promise<unknown>>)[method](...callerArgs(method, args));
+  });
 }
 
 export interface RemoteMemoryOptions {
@@ -353,20 +271,13 @@ export function remoteMemory(url: string, options: RemoteMemoryOptions): RemoteM
     } catch (e) {
       throw new PagewiseError('INVALID_ARGUMENT', MODULE, `The arguments of ${method} cannot be sent as JSON (${(e as Error).message}): pass plain data.`, { cause: e });
     }
-    let status: number;
-    let bytes: Uint8Array | null = null;
-    let redirect: string | null | undefined;
+    let posted: Awaited<ReturnType<typeof postJson>>;
     try {
-      // 'manual': Node's fetch gives the 3xx itself, a browser's an opaque redirect (status 0).
-      const response = await o.fetch(target, { method: 'POST', headers: o.headers, body, redirect: 'manual', signal: AbortSignal.timeout(o.timeoutMs) });
-      status = response.status;
-      if (response.type === 'opaqueredirect' || (status >= 300 && status < 400)) {
-        redirect = response.headers.get('location');
-        await response.body?.cancel().catch(() => undefined);
-      } else bytes = await readCapped(response, o.maxReplyBytes, 0);
+      posted = await postJson(o, target, body);
     } catch (e) {
       throw unreachable(method, e);
     }
+    const { status, bytes, redirect } = posted;
     if (redirect !== undefined) throw redirectError(target, status, redirect);
     if (bytes === null) {
       throw new PagewiseError('MESSAGE_TOO_LARGE', MODULE, `${target} answered ${method} with more than ${o.maxReplyBytes} bytes (options.maxReplyBytes), so the reply was cancelled unread. A sync endpoint's batches are far smaller: check that the url is the sync endpoint's; if you raised batchBytes past that, raise maxReplyBytes with it. The sync stopped here; run again, it goes on from the last batch applied.`);
