@@ -1,9 +1,10 @@
 // A database rewritten in place, plain to encrypted or back, so that a kill at any point leaves it whole: the new
 // image is written beside it and synced, then a marker file says it is complete, then it is copied over the
 // database. Opening first finishes a copy a marker announces (or drops a side file without one).
-import { SQLITE_OPEN_CREATE, SQLITE_OPEN_READONLY, SQLITE_OPEN_READWRITE, type RawVfs } from './crypt-raw.js';
+import {
+  SQLITE_OPEN_CREATE, SQLITE_OPEN_MAIN_DB, SQLITE_OPEN_MAIN_JOURNAL, SQLITE_OPEN_READONLY, SQLITE_OPEN_READWRITE, type RawVfs,
+} from './crypt-raw.js';
 
-const SQLITE_OPEN_MAIN_JOURNAL = 0x800;
 const CHUNK = 1 << 20;
 const sideOf = (name: string): string => `${name}-pagewise-convert`;
 const markOf = (name: string): string => `${name}-pagewise-convert-ok`;
@@ -31,7 +32,7 @@ function finish(under: RawVfs, name: string): void {
   const side = under.open(sideOf(name), SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_JOURNAL);
   if (!side) throw new Error(`cannot open ${sideOf(name)}`);
   try {
-    const target = under.open(name, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | 0x100);
+    const target = under.open(name, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MAIN_DB);
     if (!target) throw new Error(`cannot open ${name}`);
     try {
       const size = side.size();

@@ -81,24 +81,23 @@ export function slotAad(fileId: Uint8Array, slot: Pick<KeySlot, 'generation' | '
   const aad = new Uint8Array(MAGIC.length + 16 + 36);
   aad.set(MAGIC, 0);
   aad.set(fileId, 16);
-  const s = aad.subarray(32);
-  putU32(s, 0, slot.generation);
-  s[4] = slot.kind;
-  putU32(s, 8, slot.kdf.memoryKiB);
-  putU32(s, 12, slot.kdf.iterations);
-  putU32(s, 16, slot.kdf.parallelism);
-  s.set(slot.salt, 20);
+  writeSlotFields(aad.subarray(32), slot);
   return aad;
 }
 
-function writeSlot(out: Uint8Array, slot: KeySlot): void {
-  out.fill(0, 0, SLOT_BYTES);
+/** A slot's first 36 bytes: generation, kind, Argon2id's cost, salt (what its seal's associated data covers). */
+function writeSlotFields(out: Uint8Array, slot: Pick<KeySlot, 'generation' | 'kind' | 'kdf' | 'salt'>): void {
   putU32(out, 0, slot.generation);
   out[4] = slot.kind;
   putU32(out, 8, slot.kdf.memoryKiB);
   putU32(out, 12, slot.kdf.iterations);
   putU32(out, 16, slot.kdf.parallelism);
   out.set(slot.salt, 20);
+}
+
+function writeSlot(out: Uint8Array, slot: KeySlot): void {
+  out.fill(0, 0, SLOT_BYTES);
+  writeSlotFields(out, slot);
   out.set(slot.nonce, 36);
   out.set(slot.wrapped, 60);
 }

@@ -8,15 +8,13 @@
 // a killed process by waiting: SQLite syncs the journal before it changes a byte of the database.
 import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { NONCE_BYTES, TAG_BYTES, randomBytes } from './crypt-format.js';
+import { SQLITE_IOERR_DATA, SQLITE_IOERR_SHORT_READ, SQLITE_OK } from './crypt-raw.js';
 
 export const JOURNAL_MAGIC = new TextEncoder().encode('pwjrnl02');
 export const JOURNAL_PREFIX = JOURNAL_MAGIC.length + 24;
 export const BLOCK = 4096;
 export const BLOCK_SLOT = NONCE_BYTES + 4 + BLOCK + TAG_BYTES;
 
-const SQLITE_OK = 0;
-const SQLITE_IOERR_SHORT_READ = 522;
-const SQLITE_IOERR_DATA = 8202;
 
 /** One journal's state while open: its key and file id, its generation, its size, and blocks not yet sealed. */
 export interface JournalState {

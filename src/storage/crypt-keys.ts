@@ -22,17 +22,15 @@ export interface ReadKey {
   kdf: { memoryKiB: number; iterations: number; parallelism: number };
 }
 
-let code: 'INVALID_OPTIONS' | 'INVALID_ARGUMENT' = 'INVALID_OPTIONS';
-const invalid = (path: string, message: string): never => {
-  throw new PagewiseError(code, MODULE, `${path} ${message}`, { path });
-};
 
 const isCryptoKey = (v: unknown): v is CryptoKey =>
   typeof CryptoKey === 'function' ? v instanceof CryptoKey : Object.prototype.toString.call(v) === '[object CryptoKey]';
 
 /** Reads `encryption` options, or undefined when there are none. Messages never repeat the key. */
 export function readEncryption(value: unknown, path = 'encryption', errorCode: 'INVALID_OPTIONS' | 'INVALID_ARGUMENT' = 'INVALID_OPTIONS'): ReadKey | undefined {
-  code = errorCode;
+  const invalid = (at: string, message: string): never => {
+    throw new PagewiseError(errorCode, MODULE, `${at} ${message}`, { path: at });
+  };
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value)) invalid(path, 'must be an object: { key } (32 random bytes or an AES-GCM CryptoKey) or { passphrase }.');
   const o = value as EncryptionOptions & Record<string, unknown>;

@@ -2,12 +2,18 @@
 // and how pagewise reads a database's header before SQLite opens it (the Node file VFS and opfs-sahpool alike).
 import type { Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 
+// SQLite's numbers (sqlite3.h) the encrypting VFS and its helpers use.
 export const SQLITE_OK = 0;
+export const SQLITE_IOERR = 10;
+export const SQLITE_NOTFOUND = 12;
+export const SQLITE_CANTOPEN = 14;
 export const SQLITE_IOERR_SHORT_READ = 522;
+export const SQLITE_IOERR_DATA = 8202;
 export const SQLITE_OPEN_READONLY = 0x1;
 export const SQLITE_OPEN_READWRITE = 0x2;
 export const SQLITE_OPEN_CREATE = 0x4;
 export const SQLITE_OPEN_MAIN_DB = 0x100;
+export const SQLITE_OPEN_MAIN_JOURNAL = 0x800;
 export const SQLITE_SYNC_FULL = 0x3;
 
 interface Struct {

@@ -6,13 +6,11 @@ import {
   HEADER_BYTES, type Header, MAGIC, PAGE_OVERHEAD, SLOT_BYTES, SLOT_OFFSETS, encodeHeader, openPage, pageSlot, randomBytes, sealPage,
 } from './crypt-format.js';
 import { type JournalState, type Raw, journalFlush, journalRead, journalSize, journalTruncate, journalWrite } from './crypt-journal.js';
-import { RawVfs, type RawIo, SQLITE_IOERR_SHORT_READ, SQLITE_OK, SQLITE_SYNC_FULL, rawApi } from './crypt-raw.js';
+import {
+  RawVfs, type RawIo, SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_IOERR_DATA, SQLITE_IOERR_SHORT_READ, SQLITE_NOTFOUND, SQLITE_OK, SQLITE_OPEN_MAIN_DB,
+  SQLITE_SYNC_FULL, rawApi,
+} from './crypt-raw.js';
 
-const SQLITE_IOERR = 10;
-const SQLITE_NOTFOUND = 12;
-const SQLITE_CANTOPEN = 14;
-const SQLITE_IOERR_DATA = 8202;
-const SQLITE_OPEN_MAIN_DB = 0x100;
 
 /** What a database's files are sealed with while it is open: its header and data key. */
 export interface CryptContext {

@@ -1,9 +1,10 @@
 import type { Database, PreparedStatement, SAHPoolUtil, Sqlite3Static } from '@sqlite.org/sqlite-wasm';
 import { PagewiseError } from '../contracts/errors.js';
 import type { EncryptionOptions, Row, SqlValue, Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
-import { type CryptState, type SqliteDriver, forgetContext, newHeader, planOpen, plainImage, readEncryption, withEncryption, writeImportedImage } from './crypt-driver.js';
+import {
+  type CryptState, DEFAULT_PAGE_SIZE, type SqliteDriver, forgetContext, newHeader, planOpen, plainImage, readEncryption, withEncryption, writeImportedImage,
+} from './crypt-driver.js';
 import { recoverConversion } from './crypt-convert.js';
-import { DEFAULT_PAGE_SIZE } from './crypt-driver.js';
 import { installCryptVfs } from './crypt-vfs.js';
 import { quotaCheck } from './opfs-quota.js';
 import { checkLimits } from './limits.js';
