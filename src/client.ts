@@ -15,10 +15,12 @@ import type { StorageStatus, WorkerApi, WorkerCallbacks, WorkerMemoryOptions } f
 export type { StorageStatus, WorkerMemoryOptions, WorkerStorageOptions } from './surfaces/worker-protocol.js';
 export type { Memory } from './engine/engine.js';
 export { isPagewiseError, PagewiseError } from './contracts/errors.js';
+export { braveSearch, searxng, tavily } from './search/providers.js';
 export { remoteMemory, type RemoteMemory, type RemoteMemoryOptions } from './surfaces/sync-http.js';
 export { relayPeer, type RelayPeer, type RelayPeerOptions } from './surfaces/sync-relay.js';
 export type { RelayTarget } from './storage/relay-protocol.js';
 export type * from './contracts/types-sync.js';
+export type * from './contracts/types-search.js';
 
 /** Options of `connect()`: the engine's options (plain data) plus which worker to run it in. */
 export interface ConnectOptions extends WorkerMemoryOptions, WorkerCallbacks {

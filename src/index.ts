@@ -5,6 +5,7 @@
  * @module pagewise
  */
 export { createMemory, type Memory } from './engine/engine.js';
+export { braveSearch, searxng, tavily } from './search/providers.js';
 export type { AliasApi, AliasSuggestion } from './tags/tag-canonicalizer.js';
 export type { TagAlias, TagStat } from './tags/tag-store.js';
 export type { ExportData, ExportedConversation, ExportedTurn, ForgetInput, ForgetReport, ImportReport } from './engine/data-control.js';

@@ -109,7 +109,7 @@ export function fileLengths(files = sourceFiles()): Measured[] {
  */
 export const LAYERS: string[][] = [
   ['src/contracts'], ['src/common'], ['src/storage', 'src/tokens', 'src/text'], ['src/store'], ['src/llm'], ['src/embed'],
-  ['src/tags'], ['src/retrieval'], ['src/assembly'], ['src/compaction'], ['src/engine'], ['src/surfaces'], ['src', 'worker'],
+  ['src/tags'], ['src/retrieval'], ['src/assembly'], ['src/compaction'], ['src/search'], ['src/engine'], ['src/surfaces'], ['src', 'worker'],
 ];
 const ALLOWED_UP = new Set(['src/surfaces/cli.ts → src/engine']);
 

@@ -3,8 +3,9 @@ import type { RecallResult } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
 import { TOKENS_PER_REQUEST, blockTokens } from '../tokens/chat-format.js';
 import type { AssembledContext, ChatMessage, DroppedEntry, ManifestEntry, MessageSource, Tokenizer } from '../contracts/types.js';
-import { EXCERPT_OVERHEAD, pick, quoter } from './recall-pick.js';
-import { renderExcerpt, renderMemory, renderSummary } from '../text/render.js';
+import { EXCERPT_OVERHEAD, chooseSummaries, pick, quoter } from './recall-pick.js';
+import { joinMemory, renderExcerpt, renderMemory, renderWebResults } from '../text/render.js';
+import { type ShownWeb, type WebInput, pickWeb, webEntries } from './web-pick.js';
 import type { Summary } from '../contracts/types.js';
 
 /** A summary that may be paged in, with why. */
@@ -72,6 +73,8 @@ export interface AssemblyInput {
   summaries: readonly SummaryCandidate[];
   /** The share of the recall budget summaries may take; excerpts get the rest. */
   summaryShare: number;
+  /** Web results (external search), placed first in the memory block within their share of its budget. */
+  web?: WebInput;
 }
 
 const MODULE = 'assembler';
@@ -165,9 +168,12 @@ interface Memory {
   recallText: string;
   memoryTokens: number;
   topicTokens: number;
+  /** Of memoryTokens, the web results; and what they could take (their share of the recall budget). */
+  webTokens: number;
+  webBudget: number;
 }
 
-const NO_MEMORY: Memory = { prependText: '', recallText: '', memoryTokens: 0, topicTokens: 0 };
+const NO_MEMORY: Memory = { prependText: '', recallText: '', memoryTokens: 0, topicTokens: 0, webTokens: 0, webBudget: 0 };
 
 /**
  * The hint and the recall block within what `left` leaves, with their manifest and dropped entries. `sentHistory` is
@@ -188,6 +194,7 @@ async function assembleMemory(input: AssemblyInput, budget: Budget, left: number
   const sent = new Set<number>();
   for (const item of sentHistory) for (const seq of item.coverSeqs ?? (item.seq === null ? [] : [item.seq])) sent.add(seq);
   const recalled = await recallWithin(input, recallBudget, sent, hint, hintCost);
+  if (input.web) webEntries(input.web, recalled.web, input.placement, manifest, dropped, tokenizer);
   summaryEntries(input, recalled.shown, manifest, dropped);
   const prependText = input.placement === 'prependText' ? [hint, recalled.recallText].filter(Boolean).join('\n') : hint;
   // As sent: the hint's block (or hint and recall in one block) plus, for 'message', the recall's own message.
@@ -195,10 +202,11 @@ async function assembleMemory(input: AssemblyInput, budget: Budget, left: number
   const topicTokens = hint ? tokenizer.count(hint) : 0;
   if (hint) manifest.push({ kind: 'topics', placement: 'prependText', sourceIds: [], tokens: hintCost, scores: {}, reason: 'context-topics hint: what earlier conversation can be recalled' });
   recallEntries(input.placement, recalled, manifest, dropped);
-  return { prependText, recallText: recalled.recallText, memoryTokens, topicTokens };
+  const webTokens = recalled.web.length > 0 ? tokenizer.count(renderWebResults(recalled.web.map((w) => w.text))) : 0;
+  return { prependText, recallText: recalled.recallText, memoryTokens, topicTokens, webTokens, webBudget: recalled.webBudget };
 }
 
-type ShownSummary = ReturnType<typeof chooseSummaries>[number];
+type ShownSummary = { candidate: SummaryCandidate; text: string; cost: number };
 
 /**
  * Recalled excerpts and summaries within `recallBudget`, the block counted exactly as sent (beside the hint when
@@ -206,27 +214,32 @@ type ShownSummary = ReturnType<typeof chooseSummaries>[number];
  */
 async function recallWithin(input: AssemblyInput, recallBudget: number, sent: ReadonlySet<number>, hint: string, hintCost: number) {
   const { tokenizer } = input;
-  const found: RecallResult = recallBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
-  const view = quoter(found.focus ?? new Set(), recallBudget, tokenizer);
-  const shown = chooseSummaries(input.summaries.filter((c) => !c.leftover), Math.floor(recallBudget * input.summaryShare), tokenizer);
-  const picked = pick(found.blocks, recallBudget, tokenizer, renderMemory([''], shown.map((c) => c.text)), view);
+  // Web results first, within their share; recalled memory gets the rest.
+  const webBudget = input.web ? Math.floor(recallBudget * input.web.share) : 0;
+  const web: ShownWeb[] = input.web ? pickWeb(input.web, webBudget, tokenizer) : [];
+  const webBlock = () => renderWebResults(web.map((w) => w.text));
+  const memoryBudget = recallBudget - (web.length > 0 ? blockTokens(tokenizer, webBlock()) : 0);
+  const found: RecallResult = memoryBudget > EXCERPT_OVERHEAD * 2 ? await input.recall(sent) : { blocks: [], expired: [] };
+  const view = quoter(found.focus ?? new Set(), memoryBudget, tokenizer);
+  const shown = chooseSummaries(input.summaries.filter((c) => !c.leftover), Math.floor(memoryBudget * input.summaryShare), tokenizer);
+  const picked = pick(found.blocks, memoryBudget, tokenizer, renderMemory([''], shown.map((c) => c.text)), view);
   const extra = input.summaries.filter((c) => c.leftover);
   if (extra.length > 0) {
     const spent = blockTokens(tokenizer, renderMemory(excerpts(picked.turns()), shown.map((c) => c.text)));
-    shown.push(...chooseSummaries(extra, Math.min(recallBudget - spent, Math.floor(recallBudget * input.summaryShare)), tokenizer));
+    shown.push(...chooseSummaries(extra, Math.min(memoryBudget - spent, Math.floor(memoryBudget * input.summaryShare)), tokenizer));
     shown.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
   }
-  // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits.
+  // Exact count of the final block (one tokenizer pass over it); drop the latest additions until it fits, web last.
   let recallText = '';
   let recallCost = 0;
   for (;;) {
-    recallText = renderMemory(excerpts(picked.turns()), shown.map((c) => c.text));
+    recallText = joinMemory(webBlock(), renderMemory(excerpts(picked.turns()), shown.map((c) => c.text)));
     recallCost = recallText === '' ? 0 : input.placement === 'message'
       ? blockTokens(tokenizer, recallText)
       : blockTokens(tokenizer, [hint, recallText].filter(Boolean).join('\n')) - hintCost;
-    if (recallCost <= recallBudget || (!picked.undo() && shown.pop() === undefined)) break;
+    if (recallCost <= recallBudget || (!picked.undo() && shown.pop() === undefined && web.pop() === undefined)) break;
   }
-  return { found, view, shown, picked, recallText, recallCost };
+  return { found, view, shown, picked, recallText, recallCost, web, webBudget };
 }
 
 /** The summaries shown (manifest) and those left out (dropped). */
@@ -312,7 +325,7 @@ function historyEntries(input: AssemblyInput, start: number, recent: ReturnType<
  * complete them, then their neighbours, while the recall budget lasts. The final blocks are counted whole, so
  * `total ≤ available` holds exactly.
  */
-export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal' | 'head'>> {
+export async function assemble(input: AssemblyInput): Promise<Omit<AssembledContext, 'matchedTags' | 'broad' | 'temporal' | 'head'> & { webBudget: number }> {
   const { tokenizer, history } = input;
   const budget = budgetOf(input);
   const { available, prefixTokens } = budget;
@@ -324,7 +337,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   let memory = NO_MEMORY;
   // After compaction the active history may fit whole, yet the compacted past still needs its summaries and recall
   // (and so do the branches the conversation left, when asked for).
-  if (budget.fitsAll && !input.compacted && !input.beyondHistory) {
+  if (budget.fitsAll && !input.compacted && !input.beyondHistory && !(input.web && input.web.items.length > 0)) {
     start = 0;
   } else {
     let left = recent.left;
@@ -336,7 +349,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
   }
   const kept = historyEntries(input, start, recent, prefixTokens, manifest, dropped);
 
-  const { prependText, recallText, memoryTokens, topicTokens } = memory;
+  const { prependText, recallText, memoryTokens, topicTokens, webTokens } = memory;
   const historyTokens = sum(kept);
   const recallMessage: ChatMessage[] = input.placement === 'message' && recallText ? [{ role: 'system', content: recallText }] : [];
   const messageTokens = input.message.tokens + sum(input.after);
@@ -354,6 +367,7 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
       prefix: prefixTokens,
       memory: memoryTokens,
       topics: topicTokens,
+      search: webTokens,
       history: historyTokens,
       message: messageTokens,
       overhead: TOKENS_PER_REQUEST,
@@ -365,22 +379,6 @@ export async function assemble(input: AssemblyInput): Promise<Omit<AssembledCont
     },
     manifest,
     dropped,
+    webBudget: memory.webBudget,
   };
-}
-
-/**
- * Summaries within `budget`, taken in priority order, shown oldest first (each counted as rendered, plus its line
- * break).
- */
-function chooseSummaries(candidates: readonly SummaryCandidate[], budget: number, tokenizer: Tokenizer): { candidate: SummaryCandidate; text: string; cost: number }[] {
-  const out: { candidate: SummaryCandidate; text: string; cost: number }[] = [];
-  let used = 0;
-  for (const candidate of candidates) {
-    const text = renderSummary(candidate.summary);
-    const cost = tokenizer.count(text) + 1;
-    if (used + cost > budget) continue;
-    used += cost;
-    out.push({ candidate, text, cost });
-  }
-  return out.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
 }

@@ -1,9 +1,9 @@
 // Which recalled turns a request carries within the recall budget, and how long ones are cut to their passages.
 import type { RecallBlock } from '../retrieval/retriever.js';
 import type { TurnRecord } from '../store/turn-store.js';
-import type { Tokenizer } from '../contracts/types.js';
+import type { Summary, Tokenizer } from '../contracts/types.js';
 import { quote } from './passages.js';
-import { renderTurn } from '../text/render.js';
+import { renderSummary, renderTurn } from '../text/render.js';
 
 // Per excerpt: the `<excerpt>` and `</excerpt>` lines and the first turn's time stamp (an estimate: the final block
 // is counted exactly).
@@ -125,4 +125,21 @@ export function pick(blocks: readonly RecallBlock[], budget: number, tokenizer: 
       return out;
     },
   };
+}
+
+/**
+ * Summaries within `budget`, taken in priority order, shown oldest first (each counted as rendered, plus its line
+ * break).
+ */
+export function chooseSummaries<C extends { summary: Summary }>(candidates: readonly C[], budget: number, tokenizer: Tokenizer): { candidate: C; text: string; cost: number }[] {
+  const out: { candidate: C; text: string; cost: number }[] = [];
+  let used = 0;
+  for (const candidate of candidates) {
+    const text = renderSummary(candidate.summary);
+    const cost = tokenizer.count(text) + 1;
+    if (used + cost > budget) continue;
+    used += cost;
+    out.push({ candidate, text, cost });
+  }
+  return out.sort((a, b) => a.candidate.summary.firstSeq - b.candidate.summary.firstSeq || b.candidate.summary.level - a.candidate.summary.level);
 }

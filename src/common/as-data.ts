@@ -3,10 +3,10 @@
 // may read as a tag: `</prior-conversation>`, `</ prior-conversation>`, `<\/prior-conversation>` (JSON's escaped
 // slash), full-width `＜／prior-conversation＞`, look-alike brackets (`˂ ❮ ⟨ ‹ 〈`), a zero-width character inside
 // the name, `&lt;/prior-conversation&gt;` (also `&amp;lt;`), `%3C/prior-conversation%3E`, `\u003c/excerpt>`,
-// `<prior_conversation>`. This module finds them; src/text/render.ts is the one place that writes what a model reads.
+// `<prior_conversation>` (and the same for `<web-results>` / `<web-result>`, the web search block). This module finds them; src/text/render.ts is the one place that writes what a model reads.
 
 /** The tag names pagewise writes into prompts, after a `<` (anchored: tried at each place a `<` may be spelled). */
-const OWN_TAG = /^<\s*\/?\s*(?:prior[\s_-]*conversation|excerpt|summary|context[\s_-]*topics|turn(?![a-z]))/;
+const OWN_TAG = /^<\s*\/?\s*(?:prior[\s_-]*conversation|excerpt|summary|context[\s_-]*topics|turn(?![a-z])|web[\s_-]*results?(?![a-z]))/;
 // Characters a model may read as `<`: the ASCII one and its look-alikes (NFKD folds ＜ ﹤ too, and ≮ to < + U+0338).
 const LESS_THAN = '<\u02C2\u2039\u2329\u276C\u276E\u2770\u27E8\u27EA\u29FC\u2A79\u3008\u300A\u1438\u227A\u22D6\uFE64\uFF1C\u226E';
 const LOOKALIKE = new RegExp(`[${LESS_THAN}]`, 'u');

@@ -1,6 +1,7 @@
 // The Memory API: what createMemory() returns, and what connect(), memoryStub() and the MCP server offer the same way.
 import type { AliasApi, Attachment, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
 import type { BranchList } from './types-branches.js';
+import type { MemoryStats, WebSearchAnswer, WebSearchInput } from './types-search.js';
 import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState, SyncStateOptions } from './types-sync.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, EncryptionOptions, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
@@ -73,6 +74,14 @@ export interface Memory {
   embeddingStatus(conversationId: string): Promise<EmbeddingStatus>;
   /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
   costReport(conversationId?: string): Promise<CostReport>;
+  /** Figures since the memory opened: external search (triggered, skipped, failed, cached, latency per provider). */
+  stats(): Promise<MemoryStats>;
+  /**
+   * A web search asked for directly (the MCP `web_search` tool): the query anonymized as a message's would be, the
+   * providers of the `search` option asked, the results cleaned and rendered as data. INVALID_OPTIONS without the
+   * option; a failed search is an answer whose report says why, not an error.
+   */
+  webSearch(input: WebSearchInput): Promise<WebSearchAnswer>;
   /**
    * Removes a whole conversation, or some of its messages (`messageIds`, or every exchange carrying `tag`), with
    * everything derived from them, in one transaction; what is derived from the rest is rebuilt. Afterwards the text is

@@ -5,6 +5,7 @@
 import type { LlmOptions, LlmProvider, Summarizer, TagRule, Tagger } from './seams.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
 import type { StorageOption } from './types-storage.js';
+import type { SearchOptions } from './types-search.js';
 
 // ---------------------------------------------------------------------------------------------
 // Seam: tokenizer
@@ -163,6 +164,12 @@ export interface MemoryOptions {
    * long-conversation benchmarks). Retrain on your own labelled conversations with `tests/bench/retrain.ts`.
    */
   ranking?: RankingOptions;
+  /**
+   * External search: current facts from the web, placed first in the memory block within their share of it. Off by
+   * default — a search sends words of the user's message to the providers. Queries are built from the new message
+   * alone, private turns' words and personal data taken out; the manifest shows each query exactly.
+   */
+  search?: SearchOptions;
   /** Called as the background queue embeds a conversation's turns and summaries. */
   onEmbeddingProgress?: (progress: EmbeddingProgress) => void;
   /** Called while the embedding model loads. */

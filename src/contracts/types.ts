@@ -9,12 +9,14 @@
 
 import type { CompactionReport } from './types-compaction.js';
 import type { MediaRule } from './types-options.js';
+import type { SearchReport } from './types-search.js';
 
 export type * from './seams.js';
 export type * from './types-compaction.js';
 export type * from './types-embed.js';
 export type * from './types-storage.js';
 export type * from './types-options.js';
+export type * from './types-search.js';
 
 // ---------------------------------------------------------------------------------------------
 // Messages (the OpenAI chat shape)
@@ -81,6 +83,11 @@ export interface InboundInput {
    * marked in the manifest. Default `'current'`: only the path to the head.
    */
   branches?: 'current' | 'all';
+  /**
+   * External search for this request (with the `search` option set): `true` searches whatever the trigger says (a
+   * "search the web" button), `false` does not. Default: the trigger decides. A private message is never searched.
+   */
+  search?: boolean;
 }
 
 /** Where one message of an assembled context came from (`AssembledContext.sources`). */
@@ -147,6 +154,8 @@ export interface BudgetBreakdown {
   memory: number;
   /** Of `memory`, the `<context-topics>` hint. */
   topics: number;
+  /** Of `memory`, the web results (`<web-results>`, the `search` option). */
+  search: number;
   /** History messages other than the prefix and the new message. */
   history: number;
   /** The new message (and the messages `after` it). */
@@ -169,8 +178,8 @@ export interface BudgetBreakdown {
 }
 
 /** What a manifest entry is. */
-/** `attachments`: images of recalled turns sent again (`recallAttachments`). */
-export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'summary' | 'message' | 'attachments';
+/** `attachments`: images of recalled turns sent again (`recallAttachments`); `search`: a web result (the `search` option). */
+export type BlockKind = 'prefix' | 'topics' | 'recent' | 'history' | 'recall' | 'summary' | 'message' | 'attachments' | 'search';
 
 /** How a block scored; each part that ranked it. */
 export interface ScoreParts {
@@ -223,6 +232,8 @@ export interface ManifestEntry {
   reason: string;
   /** Recalled from a branch the conversation left (an edited message, a regenerated reply): only with `branches: 'all'`. */
   otherBranch?: true;
+  /** For a web result (`search`): where it came from. */
+  web?: { url: string; title: string; provider: string; publishedAt?: string };
 }
 
 /** How a history message was compressed for sending (the stored turn is unchanged). */
@@ -237,6 +248,8 @@ export interface DroppedEntry {
   tokens: number;
   scores: ScoreParts;
   reason: 'budget' | 'duplicate' | 'orphaned-tool-result' | 'unrelated' | 'expired';
+  /** For a web result left out: where it came from. */
+  web?: ManifestEntry['web'];
 }
 
 /** What `onMessageInbound` returns: the context to send, and why it is what it is. */
@@ -257,7 +270,10 @@ export interface AssembledContext {
    * new message, or memory. A wrapper uses it to send the caller's own message objects unchanged.
    */
   sources: MessageSource[];
-  /** The recalled excerpts block as placed (in `messages` or in `prependText`), '' when nothing was recalled. */
+  /**
+   * The memory block as placed (in `messages` or in `prependText`): web results first (`<web-results>`), then the
+   * recalled excerpts and summaries (`<prior-conversation>`); '' when there is neither.
+   */
   recallText: string;
   budget: BudgetBreakdown;
   manifest: ManifestEntry[];
@@ -278,6 +294,8 @@ export interface AssembledContext {
    * the branch the user is on. null: the start.
    */
   head: string | null;
+  /** With the `search` option: whether this request searched, why, the exact query sent, and what came back. */
+  search?: SearchReport;
 }
 
 /** A conversation as listed by `memory.conversations()`. */

@@ -11,6 +11,8 @@ import { createBackgroundJobs, createEngineCompactor, createEngineTagIndex, crea
 import { createEngineQueue } from './queue.js';
 import { gateBatches, makeLlm, openStorage } from './support.js';
 import { turnCompleteApi } from './turn.js';
+import { searchApi } from './search-api.js';
+import { createSearch } from '../search/search.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
@@ -58,6 +60,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   if (opts.preloadEmbedder) semantic.warm();
   const index = createEngineTagIndex({ ...stores, opts, llm, semantic, background });
   const compactor = createEngineCompactor({ ...stores, opts, llm, rules, tokenizer });
+  const search = opts.search ? createSearch(opts.search, llm, background.signal) : null;
   const jobs = createBackgroundJobs({ ...stores, keyed, background, compactor, semantic, reports, backgroundSliceTurns: opts.backgroundSliceTurns });
 
   const uncache = (conversationId: string, from?: number | null) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId, from); thingJudge.uncache(conversationId); hints.delete(conversationId); };
@@ -82,7 +85,8 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const imports = new Set<Promise<unknown>>();
 
   return withSync({
-    ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs, branching }),
+    ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs, branching, search }),
+    ...searchApi({ search, store, keyed, serial, tokenizer, maxResults: opts.search?.maxResults ?? 3 }),
     ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs, branching }),
     ...inspectionApi({ ...stores, serial, on, semantic, hints, pathTurns }),
     ...branches,

@@ -28,6 +28,8 @@ import { ownNamed, withBytes, withoutAbsent } from './attachments.js';
 import { reattach } from './recall-attachments.js';
 import { ftsMatch } from '../text/fts-words.js';
 import { type Branching, placeRequest } from './branches.js';
+import type { Search, Searched } from '../search/search.js';
+import { lookupOf } from './search-api.js';
 
 const MODULE = 'engine';
 const RECALL_HITS = 16;
@@ -44,6 +46,8 @@ export type InboundDeps = Pick<Stores, 'store' | 'tagStore' | 'canonicalizer' | 
   hints: Hints;
   jobs: Pick<BackgroundJobs, 'regenerateLater'>;
   branching: Branching;
+  /** External search, when the option is set. */
+  search: Search | null;
 };
 
 /** The Memory API's request path. */
@@ -74,6 +78,8 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
   const text = messageText(message);
+  // The search step (its network wait) runs while the question is understood and the history read.
+  const searching: Promise<Searched> | null = d.search ? d.search.forMessage({ conversationId, text, isPrivate: message.private === true, requested: how.search }, lookupOf(d.store, conversationId)) : null;
   const { query, meaning } = await understand(d, conversationId, message, text, now, nowIso);
   // Broad questions may use the whole window; temporal ones more memory within the target.
   const wide = query.intent.broad;
@@ -88,7 +94,8 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   const { pinned, working } = await workingHistory(d, conversationId, view, round, text, tok, wide, how.rewrite);
   const plan = await planSummaries(d, conversationId, state !== null, query, meaning);
   const hint = wide || opts.topicsHintAlways ? await d.hints.hintFor(conversationId, tok) : '';
-  const assembled = await assemble({
+  const searched = searching ? await searching : null;
+  const { webBudget, ...assembled } = await assemble({
     conversationId,
     tokenizer: tok,
     window: opts.contextWindow,
@@ -111,6 +118,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
     summaries: plan.candidates,
     summaryShare: plan.share,
     recall: recallFor(d, { conversationId, text, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning, allBranches: how.allBranches }),
+    ...(searched && searched.items.length > 0 ? { web: { items: searched.items, share: opts.search!.share, focus: stemsOf(text), reason: searched.report.trigger.detail ?? 'web search' } } : {}),
   });
   if (working.compressed.size > 0) {
     for (const entry of assembled.manifest) {
@@ -124,7 +132,8 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   const head = (await d.branching.tree.head(conversationId)).node?.id ?? null;
   const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, head }, how.attachments, how.rule, tok);
   // Stored attachments are sent with their bytes.
-  return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}) };
+  const search = searched ? { search: d.search!.placed(searched, assembled.manifest, assembled.dropped, webBudget) } : {};
+  return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}), ...search };
 }
 
 /** The messages after the new one (a tool loop's round), checked as messages. */
@@ -165,7 +174,8 @@ function requestOptions(args: Record<string, unknown>, defaultRule: MediaRule) {
   if (args.branches !== undefined && args.branches !== 'current' && args.branches !== 'all') {
     throw new PagewiseError('INVALID_ARGUMENT', MODULE, `branches must be "current" or "all" (got ${describe(args.branches)}).`, { path: 'branches' });
   }
-  return { rule: rule as MediaRule, rewrite: bool('rewriteHistory', true), reasoning: bool('recallReasoning', false), attachments: a === true ? 4 : typeof a === 'number' ? a : 0, allBranches: args.branches === 'all' };
+  if (args.search !== undefined && typeof args.search !== 'boolean') throw new PagewiseError('INVALID_ARGUMENT', MODULE, `search must be true or false (got ${describe(args.search)}).`, { path: 'search' });
+  return { search: args.search as boolean | undefined, rule: rule as MediaRule, rewrite: bool('rewriteHistory', true), reasoning: bool('recallReasoning', false), attachments: a === true ? 4 : typeof a === 'number' ? a : 0, allBranches: args.branches === 'all' };
 }
 
 /** The question's tags, words and intent, and its vector (none for a broad question). */

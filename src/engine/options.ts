@@ -3,6 +3,7 @@ import { DEFAULT_MAX_ATTACHMENT_BYTES, describe, isWellFormed } from '../common/
 import { ruleForModel } from '../tokens/media.js';
 import { encodingForModel } from '../tokens/tokenizer.js';
 import { SHIPPED_WEIGHTS, readWeights } from '../retrieval/ranking.js';
+import { type ResolvedSearch, resolveSearch } from '../search/options.js';
 import type { RankingCandidates } from '../contracts/types-options.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from '../contracts/types-embed.js';
 import type { EncodingName, LlmOptions, LlmProvider, MediaRule, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from '../contracts/types.js';
@@ -60,13 +61,15 @@ export interface ResolvedOptions {
   onModelProgress: ((progress: ModelProgress) => void) | undefined;
   /** The ranker's weights (FEATURES order), and who sees its candidates. */
   ranking: { weights: Float64Array; onCandidates: ((c: RankingCandidates) => void) | undefined };
+  /** External search; null when off. */
+  search: ResolvedSearch | null;
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
   'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'maxClockSkewMs', 'mediaTokens', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'backgroundSliceTurns', 'minConsecutiveToolMessages',
-  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress', 'ranking']);
+  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress', 'ranking', 'search']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -128,6 +131,7 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     preloadEmbedder: options.preloadEmbedder ?? false,
     similarityThreshold,
     ranking: readRanking(options),
+    search: resolveSearch(options.search),
     onEmbeddingProgress: options.onEmbeddingProgress,
     onModelProgress: options.onModelProgress,
     summarizer,

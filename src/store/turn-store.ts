@@ -19,6 +19,7 @@ export interface AppendAt {
 export { NEXT_ORD, NEXT_ROWID } from './order.js';
 export { turnRowBytes, turnRowError } from './turn-rows.js';
 import { turnRowError } from './turn-rows.js';
+import { ftsMatch } from '../text/fts-words.js';
 
 // The IN-list helpers lived here first: other stores import them from this module.
 export { IN_CHUNK, chunks, inChunks, placeholders } from './in-lists.js';
@@ -243,6 +244,23 @@ function createTurnIndex(driver: StorageDriver, per: number) {
         `SELECT ${TURN_COLUMNS.split(', ').map((c) => `t.${c}`).join(', ')} FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid
          WHERE turns_fts MATCH ? AND t.conversation_id = ? AND +t.seq < 0 ORDER BY bm25(turns_fts, 1.0, 0.5) LIMIT ?`, [match, conversationId, limit]);
       return rows.map(toRecord);
+    },
+
+    /**
+     * Which of `words` occur (as the index stems them) in the conversation's turns — every branch — that are private
+     * (`private: true`) or not: what a web query must leave out, or what memory already knows.
+     */
+    async wordsIn(conversationId: string, words: readonly string[], privateTurns: boolean): Promise<Set<string>> {
+      const found = new Set<string>();
+      for (const word of words) {
+        const match = ftsMatch([word]);
+        if (!match) continue;
+        const rows = await driver.query<{ n: number }>(
+          `SELECT 1 AS n FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND t.conversation_id = ? AND t.private = ? LIMIT 1`,
+          [match, conversationId, privateTurns ? 1 : 0]);
+        if (rows.length > 0) found.add(word);
+      }
+      return found;
     },
 
     /** How many turns (of every conversation) hold each index token; absent: none. */

@@ -73,6 +73,8 @@ export interface WaitUntil {
 }
 
 const HEADER = 'x-pagewise-conversation';
+/** Search the web for this request (`on`) or not (`off`); absent: the memory's trigger decides. */
+const SEARCH_HEADER = 'x-pagewise-search';
 const MODULE = 'proxy';
 
 /**
@@ -277,7 +279,11 @@ export function memoryProxy<Env = unknown>(options: MemoryProxyOptions<Env>): (r
     const before = all.slice(0, round);
     // Only a system prompt before the new message: the conversation comes from memory.
     const withHistory = before.some((m) => m.role !== 'system');
+    // An app's "search the web" switch for this request (with the memory's search option): on, off, or the trigger's choice.
+    const searchHeader = request.headers.get(SEARCH_HEADER)?.trim().toLowerCase();
+    if (searchHeader !== undefined && searchHeader !== 'on' && searchHeader !== 'off') return errorResponse(400, 'INVALID_ARGUMENT', `The ${SEARCH_HEADER} header must be "on" or "off" (or absent: the memory's search trigger decides).`);
     const ctxs = await memory.onMessageInbound({
+      ...(searchHeader !== undefined ? { search: searchHeader === 'on' } : {}),
       // The request is the conversation as the app holds it: an edited message or a regenerated reply moves memory to that branch.
       conversationId, message, ...(after.length > 0 ? { after } : {}), ...(withHistory ? { history: before } : {}), rewriteHistory: false, wholeHistory: true, mediaTokens: protocol.mediaTokens,
     });

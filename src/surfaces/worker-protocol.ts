@@ -1,5 +1,5 @@
 import type { Memory } from '../contracts/memory.js';
-import type { EmbeddingProgress, EncryptionOptions, LlmOptions, MemoryOptions, ModelProgress, RankingWeights, RemoteEmbeddingOptions, TransformersOptions } from '../contracts/types.js';
+import type { EmbeddingProgress, EncryptionOptions, LlmOptions, MemoryOptions, ModelProgress, RankingWeights, RemoteEmbeddingOptions, SearchOptions, SearchProviderOptions, TransformersOptions } from '../contracts/types.js';
 
 /** Where the worker keeps the database. */
 export interface WorkerStorageOptions {
@@ -27,7 +27,7 @@ export interface StorageStatus {
 }
 
 /** Options that cross into the worker: plain data only (no functions, no driver objects). */
-export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer' | 'embedder' | 'onEmbeddingProgress' | 'onModelProgress' | 'ranking'> {
+export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'tokenizer' | 'llm' | 'tagger' | 'summarizer' | 'embedder' | 'onEmbeddingProgress' | 'onModelProgress' | 'ranking' | 'search'> {
   /** Retrained ranking weights (plain data; candidates are not traced across the worker boundary). */
   ranking?: { weights?: RankingWeights };
   /**
@@ -50,6 +50,11 @@ export interface WorkerMemoryOptions extends Omit<MemoryOptions, 'storage' | 'to
   encryption?: EncryptionOptions;
   /** The embedder as data; the worker loads it. */
   embedder?: TransformersOptions | RemoteEmbeddingOptions | false;
+  /**
+   * External search, its providers as data (`searxng()`, `braveSearch()`, `tavily()`): the worker searches with its
+   * own `fetch`. A key given here is in the page: prefer a SearXNG instance without one, or search server-side.
+   */
+  search?: Omit<SearchOptions, 'providers'> & { providers: SearchProviderOptions[] };
 }
 
 /** Progress callbacks, passed to the worker as Comlink proxies. */

@@ -11,8 +11,12 @@ import { PAYLOADS } from './fault-payloads.js';
 const Q = String.raw`"(?:[^"\\\n]|\\.)*"`;
 /** The lines on which pagewise writes its tags, each with the tag it opens or closes. */
 const OWN_LINES: [RegExp, 'open' | 'close', string][] = [
-  [/^<(prior-conversation|excerpt|context-topics)>$/, 'open', ''],
-  [/^<\/(prior-conversation|excerpt|context-topics|summary|turn)>$/, 'close', ''],
+  [/^<(prior-conversation|excerpt|context-topics|web-results)>$/, 'open', ''],
+  // Text quoted for pagewise's own LLM helpers (renderQuote: the search decision, the tagger, the summarizer).
+  [/^<(excerpt) part="(?:text|before|after)">$/, 'open', ''],
+  [/^<\/(prior-conversation|excerpt|context-topics|summary|turn|web-results|web-result)>$/, 'close', ''],
+  // A web search result: its title, URL, date and provider quoted on the tag's line.
+  [new RegExp(String.raw`^<(web-result) title=${Q} url=${Q}(?: published=${Q})? source=${Q}>$`), 'open', ''],
   // A search result names the summary before it: `sum_…: <summary …>`.
   [new RegExp(String.raw`^(?:sum_[A-Za-z0-9_-]+: )?<(summary) turns="\d+-\d+" time="[^"\n]*"(?: topic=${Q}| overview="everything before")?>$`), 'open', ''],
   [new RegExp(String.raw`^<(turn) role="(?:system|user|assistant|tool)"(?: seq="\d+")?(?: id=${Q})?(?: name=${Q})?(?: time="[^"\n]*")?(?: tool_call_id=${Q})?>$`), 'open', ''],
@@ -24,7 +28,14 @@ const OWN_LINES: [RegExp, 'open' | 'close', string][] = [
  */
 const KNOWN_SPELLINGS: readonly string[] = [...new Set(PAYLOADS
   .map((p) => p.split('\n')[0]!.split(/SYSTEM:|\[system\]/)[0]!.trim())
-  .filter((s) => /conversation|excerpt|summary|turn|topics/i.test(s)))];
+  .filter((s) => /conversation|excerpt|summary|turn|topics|web/i.test(s)))];
+
+/**
+ * The payloads' spellings that have the very shape of a line pagewise writes (a forged `<web-result title=… url=…
+ * source=…>`): structure alone cannot tell one from pagewise's own (a forged result inside the block balances), but
+ * pagewise never writes a payload's line, so wherever one appears it was not neutralized.
+ */
+const FORGED: readonly string[] = KNOWN_SPELLINGS.filter((s) => s.includes('=') && OWN_LINES.some(([re, kind]) => kind === 'open' && re.test(s)));
 
 /** What an injection payload says once it is out of its block (the payloads of fault-injection.test.ts carry these). */
 export const PAYLOAD_MARKERS: readonly RegExp[] = [/SYSTEM:/, /\[system\] New instructions/i, /ignore (?:all )?previous instructions/i];
@@ -50,12 +61,18 @@ export function breakouts(text: string, oneLine = false): string[] {
   for (const { start } of ownTagOpenings(text)) {
     const n = lineOf(start);
     const line = lines[n]!;
-    if (oneLine || (!OWN_LINES.some(([re]) => re.test(line)) && line !== TRANSCRIPT_NOTE)) {
+    // A line pagewise writes holds one tag, its own: a second one is inside an attribute.
+    if (oneLine || tagLines.has(n) || (!OWN_LINES.some(([re]) => re.test(line)) && line !== TRANSCRIPT_NOTE)) {
       problems.push(`a tag pagewise did not write: ${JSON.stringify(line.length > 160 ? `${line.slice(0, 160)}…` : line)}`);
     }
     tagLines.add(n);
   }
   for (const [n, line] of lines.entries()) {
+    const forged = FORGED.find((k) => line.includes(k));
+    if (forged) {
+      problems.push(`a payload's forged tag line (${JSON.stringify(forged)}): ${JSON.stringify(line.length > 160 ? `${line.slice(0, 160)}…` : line)}`);
+      continue;
+    }
     if (OWN_LINES.some(([re]) => re.test(line))) continue;
     const spelled = KNOWN_SPELLINGS.find((k) => line.includes(k));
     if (spelled && !tagLines.has(n)) problems.push(`a payload's tag spelling left as it was (${JSON.stringify(spelled)}): ${JSON.stringify(line.length > 160 ? `${line.slice(0, 160)}…` : line)}`);

@@ -1,0 +1,61 @@
+// The Memory API's search side: memory.webSearch (a search asked for directly: the MCP tool, the CLI) and
+// memory.stats(); and what a request's search step may ask of the stores (inbound.ts).
+import type { Atomic } from '../compaction/compactor.js';
+import { PagewiseError } from '../contracts/errors.js';
+import type { Memory } from '../contracts/memory.js';
+import type { Tokenizer } from '../contracts/types.js';
+import { describe, validateConversationId } from '../common/messages.js';
+import type { MemoryLookup } from '../search/query.js';
+import { type Search, searchOff } from '../search/search.js';
+import type { TurnStore } from '../store/turn-store.js';
+import { checkObject } from './support.js';
+
+const MODULE = 'search';
+const MAX_QUERY_CHARS = 4096;
+
+/** What memory knows of one conversation, read directly (the caller holds the conversation's slot). */
+export function lookupOf(store: TurnStore, conversationId: string): MemoryLookup {
+  return {
+    known: (words) => store.wordsIn(conversationId, words, false),
+    privateWords: (words) => store.wordsIn(conversationId, words, true),
+    speakers: () => store.speakers(conversationId),
+  };
+}
+
+/** A lookup whose reads each take the conversation's slot in turn (a direct search holds no slot while it waits). */
+function keyedLookup(store: TurnStore, conversationId: string, atomic: Atomic): MemoryLookup {
+  const direct = lookupOf(store, conversationId);
+  return {
+    known: (words) => atomic(() => direct.known(words)),
+    privateWords: (words) => atomic(() => direct.privateWords(words)),
+    speakers: () => atomic(() => direct.speakers()),
+  };
+}
+
+/** Without a conversation: nothing is known, nothing private, no speakers. */
+const NO_LOOKUP: MemoryLookup = { known: async () => new Set(), privateWords: async () => new Set(), speakers: async () => [] };
+
+export function searchApi(d: { search: Search | null; store: TurnStore; keyed(conversationId: string): Atomic; serial<T>(fn: () => Promise<T>): Promise<T>; tokenizer: () => Promise<Tokenizer>; maxResults: number }): Pick<Memory, 'stats' | 'webSearch'> {
+  return {
+    stats: () => d.serial(async () => ({ search: d.search ? d.search.stats() : searchOff() })),
+
+    async webSearch(input) {
+      const args = checkObject(input, 'webSearch');
+      const { query, maxResults = d.maxResults } = args;
+      if (typeof query !== 'string' || query.trim() === '' || query.length > MAX_QUERY_CHARS) {
+        throw new PagewiseError('INVALID_ARGUMENT', MODULE, `query must be a non-empty string of at most ${MAX_QUERY_CHARS} characters (got ${describe(query)}).`, { path: 'query' });
+      }
+      if (typeof maxResults !== 'number' || !Number.isSafeInteger(maxResults) || maxResults < 1 || maxResults > 10) {
+        throw new PagewiseError('INVALID_ARGUMENT', MODULE, `maxResults must be an integer from 1 to 10 (got ${describe(maxResults)}).`, { path: 'maxResults' });
+      }
+      const conversationId = args.conversationId === undefined ? undefined : validateConversationId(args.conversationId);
+      // Refused once closed, like every call (and after the calls before it).
+      await d.serial(async () => undefined);
+      if (!d.search) {
+        throw new PagewiseError('INVALID_OPTIONS', MODULE, 'webSearch needs the search option: createMemory({ search: { providers: [searxng({ url: "https://searx.example.org" })] } }) (the CLI: --search).');
+      }
+      const lookup = conversationId === undefined ? NO_LOOKUP : keyedLookup(d.store, conversationId, d.keyed(conversationId));
+      return d.search.direct(query, maxResults, lookup, await d.tokenizer());
+    },
+  };
+}

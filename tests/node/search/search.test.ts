@@ -1,0 +1,271 @@
+// External search through the engine, against local servers speaking SearXNG's, Brave's and Tavily's real formats
+// and serving real-shaped pages: when it searches and when not (keywords, the LLM's yes/no through a local
+// OpenAI-compatible server), what the query holds (never a private word or personal datum), where results go (first in
+// the memory block, within their share, exactly counted), and what a failing provider leaves (the request answered
+// from memory, the reason in the report).
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { braveSearch, searxng, tavily } from '../../../src/index.js';
+import type { Memory, MemoryOptions, SearchOptions } from '../../../src/index.js';
+import { PagewiseError } from '../../../src/contracts/errors.js';
+import { PAGES, TEST_KEY, type SearchServers, startSearchServers } from '../../support/search-servers.js';
+import { PERSONAL_DATA, PRIVATE_TURNS, PRIVATE_WORDS, PUBLIC_TURNS, SEARCH_QUESTIONS, leaks } from '../../support/privacy-corpus.js';
+import { completion, startUpstream, type Upstream } from '../../support/upstream.js';
+import { createMemory, recount, user, assistant } from '../../support/helpers.js';
+
+let servers: SearchServers;
+let upstream: Upstream;
+const open: Memory[] = [];
+
+beforeAll(async () => {
+  servers = await startSearchServers();
+  upstream = await startUpstream();
+});
+afterAll(async () => {
+  await Promise.all(open.splice(0).map((m) => m.close()));
+  await servers.close();
+  await upstream.close();
+});
+beforeEach(() => servers.reset());
+
+const pages = { allowPrivateHosts: true };
+
+async function memoryWith(search: Partial<SearchOptions>, more: MemoryOptions = {}): Promise<Memory> {
+  const memory = await createMemory({ search: { providers: [searxng({ url: servers.searxngUrl })], fetchPages: pages, ...search } as SearchOptions, ...more });
+  open.push(memory);
+  return memory;
+}
+
+/** A conversation about something else, so recall has material of its own. */
+async function seed(memory: Memory, conversationId: string): Promise<void> {
+  await memory.onTurnComplete({ conversationId, messages: [
+    user('We migrated the billing service to Postgres 16 and the invoices job now runs at night.'),
+    assistant('Good: the nightly invoices job on Postgres 16 avoids the daytime lock contention.'),
+  ] });
+}
+
+const TRIGGERED = 'What is the latest Node.js release and what changed?';
+
+describe('providers, each in its real format', () => {
+  const each: [string, () => SearchOptions['providers']][] = [
+    ['SearXNG', () => [searxng({ url: servers.searxngUrl })]],
+    ['Brave', () => [braveSearch({ apiKey: TEST_KEY, baseUrl: servers.braveUrl })]],
+    ['Tavily', () => [tavily({ apiKey: TEST_KEY, baseUrl: servers.tavilyUrl })]],
+  ];
+  for (const [name, providers] of each) {
+    it(`${name}: a question with a trigger word gets cleaned page text first in its memory block, within its share`, async () => {
+      const memory = await memoryWith({ providers: providers(), share: 0.5 }, { memoryTokens: 1600 });
+      await seed(memory, 'c');
+      const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+      const search = ctx.search!;
+      expect(search.outcome, search.reason).toBe('searched');
+      expect(search.trigger.by).toBe('keyword');
+      expect(servers.queries.map((q) => q.query)).toEqual([search.query]);
+      // First in the memory block, then prior conversation.
+      expect(ctx.recallText.startsWith('<web-results>\n')).toBe(true);
+      const article = ctx.manifest.find((e) => e.kind === 'search' && e.web?.url.includes(PAGES.article.path));
+      expect(article, JSON.stringify(search.results)).toBeDefined();
+      expect(ctx.recallText).toContain(PAGES.article.main[0]);
+      for (const junk of PAGES.article.boilerplate) expect(ctx.recallText).not.toContain(junk);
+      // Within the share of the memory budget, and the whole request exactly counted.
+      const webTokens = ctx.manifest.filter((e) => e.kind === 'search').reduce((n, e) => n + e.tokens, 0);
+      expect(webTokens).toBeLessThanOrEqual(search.budget!);
+      expect(search.budget).toBeLessThanOrEqual(0.5 * 1.5 * 1600);
+      expect(ctx.budget.search).toBeGreaterThan(0);
+      expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
+      expect(recount(ctx)).toBe(ctx.budget.total);
+      expect(search.results.filter((r) => r.included).every((r) => r.tokens > 0)).toBe(true);
+    });
+  }
+
+  it('several providers at once: results merged and deduplicated by URL, each provider reported', async () => {
+    const memory = await memoryWith({ providers: [searxng({ url: servers.searxngUrl }), tavily({ apiKey: TEST_KEY, baseUrl: servers.tavilyUrl })], maxResults: 5, fetchPages: false });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    const urls = ctx.search!.results.map((r) => r.url);
+    expect(new Set(urls).size).toBe(urls.length);
+    expect(ctx.search!.providers.map((p) => [p.name, p.outcome])).toEqual([['searxng', 'ok'], ['tavily', 'ok']]);
+    expect(servers.queries.map((q) => q.provider).sort()).toEqual(['searxng', 'tavily']);
+    expect(urls.length).toBeLessThanOrEqual(5);
+  });
+});
+
+describe('when to search', () => {
+  it('a message without a trigger does not search; `search: true` does; `search: false` never', async () => {
+    const memory = await memoryWith({});
+    await seed(memory, 'c');
+    const plain = await memory.onMessageInbound({ conversationId: 'c', message: user('Thanks, that makes sense to me.') });
+    expect(plain.search?.outcome).toBe('skipped');
+    expect(plain.recallText).not.toContain('<web-results>');
+    const asked = await memory.onMessageInbound({ conversationId: 'c', message: user('Recipes with chickpeas and spinach'), search: true });
+    expect(asked.search?.trigger.by).toBe('request');
+    const off = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED), search: false });
+    expect(off.search?.outcome).toBe('skipped');
+    expect(servers.queries.map((q) => q.query)).toEqual([asked.search!.query]);
+  });
+
+  it('a question about this conversation is memory\'s, whatever its time words', async () => {
+    const memory = await memoryWith({});
+    await seed(memory, 'c');
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What did we decide today about the invoices job?') });
+    expect(ctx.search?.outcome).toBe('skipped');
+    expect(servers.queries).toEqual([]);
+  });
+
+  it('a private message is never searched, even when asked to', async () => {
+    const memory = await memoryWith({ trigger: 'always' });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED, { private: true }), search: true });
+    expect(ctx.search?.outcome).toBe('skipped');
+    expect(ctx.search?.reason).toMatch(/private/);
+    expect(servers.queries).toEqual([]);
+  });
+
+  it('the LLM decides (a local OpenAI-compatible server): yes searches, no does not, with the message quoted as data', async () => {
+    const memory = await memoryWith({ trigger: 'auto' }, { llm: { baseUrl: `${upstream.base}/v1`, model: 'small-model' }, tagger: 'keyword', summarizer: 'extractive' });
+    upstream.next.push({ body: completion('Yes.') });
+    const yes = await memory.onMessageInbound({ conversationId: 'c', message: user('Which laptops have the best battery life for travel?') });
+    expect(yes.search?.trigger.by, yes.search?.reason).toBe('llm');
+    expect(yes.search?.outcome).toBe('searched');
+    upstream.next.push({ body: completion('no') });
+    const no = await memory.onMessageInbound({ conversationId: 'c', message: user('Write me a haiku about autumn leaves.') });
+    expect(no.search?.outcome).toBe('skipped');
+    expect(no.search?.reason).toMatch(/LLM said no/);
+    const asked = upstream.seen.filter((s) => JSON.stringify(s.body).includes('web search'));
+    expect(asked).toHaveLength(2);
+    expect(String((asked[1]!.body.messages as { content: string }[])[1]!.content)).toMatch(/^<excerpt part="text">\nWrite me a haiku/);
+    expect(servers.queries).toHaveLength(1);
+    // A keyword needs no LLM call.
+    await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    expect(upstream.seen.filter((s) => JSON.stringify(s.body).includes('web search'))).toHaveLength(2);
+  });
+});
+
+describe('failures never fail the request', () => {
+  const modes = [['hang', 'timeout'], ['error', 'error'], ['refuse', 'refused'], ['garbage', 'garbage'], ['huge', 'garbage']] as const;
+  for (const [mode, outcome] of modes) {
+    it(`a provider that answers "${mode}": answered from memory, the reason in the report`, async () => {
+      const memory = await memoryWith({ providers: [searxng({ url: servers.searxngUrl })], timeoutMs: mode === 'hang' ? 300 : 30_000 });
+      await seed(memory, 'c');
+      servers.mode.searxng = mode;
+      const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user('What is the latest Postgres 16 release for the invoices job?') });
+      expect(ctx.search?.outcome).toBe('failed');
+      expect(ctx.search?.providers[0]?.outcome).toBe(outcome);
+      expect(ctx.search?.reason).toMatch(/answered from memory/);
+      expect(ctx.recallText).not.toContain('<web-results>');
+      expect(JSON.stringify(ctx.messages)).toContain('Postgres 16');
+      expect((await memory.stats()).search.failed).toBe(1);
+    });
+  }
+
+  it('one provider failing, another answering: the results placed, the failure reported', async () => {
+    const memory = await memoryWith({ providers: [searxng({ url: servers.searxngUrl }), braveSearch({ apiKey: 'wrong', baseUrl: servers.braveUrl })], fetchPages: false });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    expect(ctx.search?.outcome).toBe('searched');
+    expect(ctx.search?.providers.find((p) => p.name === 'brave')?.outcome).toBe('refused');
+    expect(JSON.stringify(ctx.search)).not.toContain('wrong');
+  });
+
+  it('pages that cannot be read fall back to the snippet, saying why', async () => {
+    const memory = await memoryWith({ fetchPages: true });
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    expect(ctx.search?.results.every((r) => r.text === 'snippet' && /private address|refused/i.test(r.pageError ?? ''))).toBe(true);
+    expect(ctx.search?.outcome).toBe('searched');
+  });
+});
+
+describe('privacy', () => {
+  it('no private word, person or personal datum reaches a query, and the manifest shows each query exactly', async () => {
+    const memory = await memoryWith({ fetchPages: false, cacheMs: 0 });
+    await memory.onTurnComplete({ conversationId: 'p', messages: [...PUBLIC_TURNS, ...PRIVATE_TURNS.map((p) => p.turn)].map((t) => ({ ...t })) });
+    const reported: string[] = [];
+    for (const question of SEARCH_QUESTIONS) {
+      const ctx = await memory.onMessageInbound({ conversationId: 'p', message: user(question) });
+      if (ctx.search?.query !== undefined) reported.push(ctx.search.query);
+    }
+    const received = servers.queries.map((q) => q.query);
+    expect(received).toEqual(reported);
+    expect(received.length).toBeGreaterThanOrEqual(SEARCH_QUESTIONS.length * 0.8);
+    expect(received.flatMap((q) => leaks(q).map((l) => `${q} → ${l}`))).toEqual([]);
+    // The control: the questions themselves hold what was taken out.
+    expect(SEARCH_QUESTIONS.flatMap(leaks).length).toBeGreaterThan(20);
+    expect(PRIVATE_WORDS.length + PERSONAL_DATA.length).toBeGreaterThan(30);
+  });
+
+  it('private words are taken out even with anonymize: false', async () => {
+    const memory = await memoryWith({ anonymize: false, fetchPages: false });
+    await memory.onTurnComplete({ conversationId: 'p', messages: [user('I was diagnosed with hypothyroidism last spring.', { private: true }), assistant('Thank you for telling me.')] });
+    const ctx = await memory.onMessageInbound({ conversationId: 'p', message: user('What is the latest research on hypothyroidism treatment?') });
+    expect(ctx.search?.query).toBeDefined();
+    expect(ctx.search!.query!.toLowerCase()).not.toContain('hypothyroidism');
+    expect(ctx.search?.removed?.private).toBe(1);
+  });
+});
+
+describe('cache and statistics', () => {
+  it('the same query within cacheMs is answered from the cache; stats count triggered, skipped, cached and latency', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    const first = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    const second = await memory.onMessageInbound({ conversationId: 'c2', message: user(TRIGGERED) });
+    await memory.onMessageInbound({ conversationId: 'c', message: user('ok thanks') });
+    expect(first.search?.cached).toBeUndefined();
+    expect(second.search?.cached).toBe(true);
+    expect(servers.queries).toHaveLength(1);
+    const { search } = await memory.stats();
+    expect(search).toMatchObject({ enabled: true, requests: 3, triggered: 2, skipped: 1, cached: 1, failed: 0, triggeredBy: { keyword: 2 } });
+    expect(search.latencyMs.count).toBe(1);
+    expect(search.providers.searxng?.calls).toBe(1);
+    expect(search.placed).toBe(first.search!.results.filter((r) => r.included).length * 2);
+  });
+
+  it('without the option: no search field, stats say disabled, webSearch is refused with the fix', async () => {
+    const memory = await createMemory();
+    open.push(memory);
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    expect(ctx.search).toBeUndefined();
+    expect((await memory.stats()).search.enabled).toBe(false);
+    await expect(memory.webSearch({ query: 'node' })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringMatching(/search/) });
+  });
+});
+
+describe('webSearch and options', () => {
+  it('webSearch: anonymized like a message, results rendered as data', async () => {
+    const memory = await memoryWith({});
+    const answer = await memory.webSearch({ query: 'node.js 24.3.0 release notes, mail me at dana.whitfield@example.org' });
+    expect(answer.report.query).not.toContain('dana');
+    expect(answer.text.startsWith('<web-results>\n')).toBe(true);
+    expect(answer.results.length).toBeGreaterThan(0);
+    await expect(memory.webSearch({ query: '' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', path: 'query' });
+  });
+
+  it('bad options are INVALID_OPTIONS with their path, and nothing opens', async () => {
+    const bad: [unknown, string][] = [
+      [{ providers: [] }, 'search.providers'],
+      [{ providers: [{ provider: 'searxng', url: 'ftp://x' }] }, 'search.providers[0]'],
+      [{ providers: [searxng({ url: 'https://s.example' })], trigger: 'sometimes' }, 'search.trigger'],
+      [{ providers: [searxng({ url: 'https://s.example' })], share: 2 }, 'search.share'],
+      [{ providers: [searxng({ url: 'https://s.example' })], maxResults: 0 }, 'search.maxResults'],
+      [{ providers: [searxng({ url: 'https://s.example' })], typo: 1 }, 'search.typo'],
+      [{ providers: [braveSearch({ apiKey: '' })] }, 'search.providers[0]'],
+    ];
+    for (const [search, path] of bad) {
+      const error = await createMemory({ search: search as SearchOptions }).then(() => null, (e: unknown) => e);
+      expect(error, JSON.stringify(search)).toBeInstanceOf(PagewiseError);
+      expect(error).toMatchObject({ code: 'INVALID_OPTIONS' });
+      expect((error as PagewiseError).path ?? '').toContain(path);
+    }
+    const badRequest = await memoryWith({});
+    await expect(badRequest.onMessageInbound({ conversationId: 'c', message: user('hi'), search: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', path: 'search' });
+  });
+
+  it('budgets are exact in a small window: results shrink to their share and the request fits', async () => {
+    const memory = await memoryWith({ share: 0.5 }, { contextWindow: 2048, reserveTokens: 256, memoryTokens: 400 });
+    await seed(memory, 'c');
+    const ctx = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
+    expect(ctx.search?.outcome).toBe('searched');
+    expect(ctx.budget.total).toBeLessThanOrEqual(ctx.budget.available);
+    expect(recount(ctx)).toBe(ctx.budget.total);
+    const placed = ctx.manifest.filter((e) => e.kind === 'search');
+    expect(ctx.search?.budget).toBeLessThanOrEqual(ctx.budget.available);
+    expect(placed.reduce((n, e) => n + e.tokens, 0)).toBeLessThanOrEqual(ctx.search!.budget!);
+    // Cut to the passages about the question, or left out (reported as dropped for budget).
+    expect(placed.some((e) => /cut to its passages/.test(e.reason)) || ctx.dropped.some((e) => e.kind === 'search' && e.reason === 'budget')).toBe(true);
+  });
+});
