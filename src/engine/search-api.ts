@@ -55,7 +55,7 @@ export function searchApi(d: { search: Search | null; store: TurnStore; keyed(co
         throw new PagewiseError('INVALID_OPTIONS', MODULE, 'webSearch needs the search option: createMemory({ search: { providers: [searxng({ url: "https://searx.example.org" })] } }) (the CLI: --search).');
       }
       const lookup = conversationId === undefined ? NO_LOOKUP : keyedLookup(d.store, conversationId, d.keyed(conversationId));
-      return d.search.direct(query, maxResults, lookup, await d.tokenizer());
+      return d.search.direct(query, maxResults, lookup, await d.tokenizer(), conversationId);
     },
   };
 }

@@ -26,7 +26,7 @@ export interface Search {
   /** After assembly: the report with what was placed (and its tokens), counted in the statistics. */
   placed(searched: Searched, manifest: readonly ManifestEntry[], dropped: readonly DroppedEntry[], budget: number): SearchReport;
   /** A search asked for directly (`memory.webSearch`): the query anonymized, the results cut to `perResult` tokens each. */
-  direct(query: string, maxResults: number, lookup: MemoryLookup, tokenizer: Tokenizer): Promise<WebSearchAnswer>;
+  direct(query: string, maxResults: number, lookup: MemoryLookup, tokenizer: Tokenizer, conversationId?: string): Promise<WebSearchAnswer>;
   stats(): SearchStats;
 }
 
@@ -102,9 +102,13 @@ export function createSearch(options: ResolvedSearch, llm: LlmProvider | undefin
     return { results, providers: reports, texts };
   }
 
-  /** The query's answer: fresh from the cache, or fetched (and cached unless every provider failed). */
-  async function answer(query: string, maxResults: number): Promise<{ fetched: Fetched; cached: boolean }> {
-    const key = `${maxResults}\n${query}`;
+  /**
+   * The query's answer: fresh from the cache, or fetched (and cached unless every provider failed). The cache is the
+   * conversation's own: on a memory that serves several people (the proxy) a cached answer must not tell one of them
+   * what another asked.
+   */
+  async function answer(scope: string, query: string, maxResults: number): Promise<{ fetched: Fetched; cached: boolean }> {
+    const key = JSON.stringify([scope, maxResults, query]);
     const hit = cache.get(key);
     if (hit && options.cacheMs > 0 && Date.now() - hit.at < options.cacheMs) return { fetched: hit.fetched, cached: true };
     const d = deadline(options.timeoutMs, closing);
@@ -133,7 +137,7 @@ export function createSearch(options: ResolvedSearch, llm: LlmProvider | undefin
       try {
         const { query, removed } = await buildQuery(c.text, lookup, options.anonymize);
         if (query === '') return skipped({ ...decision, detail: `${decision.detail}, but nothing was left to search for once private and personal words were taken out` }, started, Object.keys(removed).length > 0 ? { removed } : {});
-        return searched(decision, query, removed, started, await answer(query, options.maxResults));
+        return searched(decision, query, removed, started, await answer(c.conversationId, query, options.maxResults));
       } catch (error) {
         const r = skipped({ ...decision, detail: `${decision.detail}; the search failed (${String((error as Error)?.message ?? error).slice(0, 160)})` }, started);
         return { ...r, report: { ...r.report, outcome: 'failed', reason: `${r.report.trigger.detail}: answered from memory` } };
@@ -159,12 +163,14 @@ export function createSearch(options: ResolvedSearch, llm: LlmProvider | undefin
       return report;
     },
 
-    async direct(text, maxResults, lookup, tokenizer) {
+    async direct(text, maxResults, lookup, tokenizer, conversationId) {
+      // Without a conversation, a cache of its own ('' is no conversation id).
+      const scope = conversationId ?? '';
       const started = Date.now();
       const decision: Decision = { search: true, by: 'request', detail: 'asked for directly (webSearch)' };
       const { query, removed } = await buildQuery(text, lookup, options.anonymize);
       const s = query === '' ? skipped({ ...decision, search: false, detail: 'nothing was left to search for once private and personal words were taken out' }, started, Object.keys(removed).length > 0 ? { removed } : {})
-        : searched(decision, query, removed, started, await answer(query, maxResults));
+        : searched(decision, query, removed, started, await answer(scope, query, maxResults));
       const focus = stemsOf(text);
       const results = s.items.map((it) => ({ ...it, text: quote(it.text, focus, DIRECT_TOKENS, tokenizer).text }));
       const blocks = results.map(renderWebResult);

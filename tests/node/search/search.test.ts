@@ -203,16 +203,20 @@ describe('cache and statistics', () => {
   it('the same query within cacheMs is answered from the cache; stats count triggered, skipped, cached and latency', async () => {
     const memory = await memoryWith({ fetchPages: false });
     const first = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
-    const second = await memory.onMessageInbound({ conversationId: 'c2', message: user(TRIGGERED) });
+    const second = await memory.onMessageInbound({ conversationId: 'c', message: user(TRIGGERED) });
     await memory.onMessageInbound({ conversationId: 'c', message: user('ok thanks') });
     expect(first.search?.cached).toBeUndefined();
     expect(second.search?.cached).toBe(true);
     expect(servers.queries).toHaveLength(1);
+    // Another conversation's same question is not answered from this one's cache (the proxy serves many people).
+    const other = await memory.onMessageInbound({ conversationId: 'someone-else', message: user(TRIGGERED) });
+    expect(other.search?.cached).toBeUndefined();
+    expect(servers.queries).toHaveLength(2);
     const { search } = await memory.stats();
-    expect(search).toMatchObject({ enabled: true, requests: 3, triggered: 2, skipped: 1, cached: 1, failed: 0, triggeredBy: { keyword: 2 } });
-    expect(search.latencyMs.count).toBe(1);
-    expect(search.providers.searxng?.calls).toBe(1);
-    expect(search.placed).toBe(first.search!.results.filter((r) => r.included).length * 2);
+    expect(search).toMatchObject({ enabled: true, requests: 4, triggered: 3, skipped: 1, cached: 1, failed: 0, triggeredBy: { keyword: 3 } });
+    expect(search.latencyMs.count).toBe(2);
+    expect(search.providers.searxng?.calls).toBe(2);
+    expect(search.placed).toBe(first.search!.results.filter((r) => r.included).length * 3);
   });
 
   it('without the option: no search field, stats say disabled, webSearch is refused with the fix', async () => {
