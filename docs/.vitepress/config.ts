@@ -47,6 +47,7 @@ export default defineConfig({
           { text: 'How a context is assembled', link: '/guide/context' },
           { text: 'Compaction', link: '/guide/compaction' },
           { text: 'Meaning: embeddings', link: '/guide/meaning' },
+          { text: 'Web search', link: '/guide/search' },
           { text: 'Images, files, audio, reasoning', link: '/guide/attachments' },
           { text: 'Edits and regenerations', link: '/guide/branches' },
         ],
