@@ -20,6 +20,7 @@ export { edgeEmbedder, workersAiEmbedder, type EdgeEmbeddingEnv, type WorkersAiL
 
 export { durableObjectSql, type DurableObjectStorageLike } from './storage/durable-object.js';
 export { createMemory, type Memory } from './engine/engine.js';
+export { braveSearch, searxng, tavily } from './search/providers.js';
 export { PagewiseError, isPagewiseError } from './contracts/errors.js';
 export { bearerAuth, memoryProxy, proxyConversationKey, type MemoryProxyOptions, type ProxyCaller, type UpstreamOptions, type WaitUntil } from './surfaces/proxy.js';
 export { SYNC_PATH, remoteMemory, syncEndpoint, type RemoteMemory, type RemoteMemoryOptions, type SyncEndpointOptions } from './surfaces/sync-http.js';

@@ -31,15 +31,18 @@ export async function mcpFlags(v: McpFlags): Promise<McpHttpOptions | undefined>
   return options;
 }
 
-/** Serves the memory over MCP until the client goes (stdio) or the process is stopped (HTTP). */
-export async function mcp(memory: Memory, http: McpHttpOptions | undefined): Promise<number> {
+/**
+ * Serves the memory over MCP until the client goes (stdio) or the process is stopped (HTTP); `webSearch` (the memory
+ * has the search option: --search): the web_search tool too.
+ */
+export async function mcp(memory: Memory, http: McpHttpOptions | undefined, webSearch = false): Promise<number> {
   const { serveMcpHttp, serveMcpStdio } = await import('./mcp.js');
   if (http === undefined) {
-    await serveMcpStdio(memory);
+    await serveMcpStdio(memory, { webSearch });
     await new Promise<void>((resolve) => { process.stdin.on('end', resolve); process.stdin.on('close', resolve); });
     return 0;
   }
-  const server = await serveMcpHttp(memory, http);
+  const server = await serveMcpHttp(memory, { ...http, webSearch });
   process.stderr.write(`pagewise MCP server at ${server.url}${http.token !== undefined ? ' (bearer token required)' : ''}\n`);
   await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
   await server.close();

@@ -18,6 +18,7 @@ import { commandHelp, USAGE, UsageError } from './cli-help.js';
 import { count, progress } from './cli-text.js';
 import { commandKeys, keygen, refuseSecretFlags, rekey } from './cli-keys.js';
 import { mcp, mcpFlags } from './cli-mcp.js';
+import { checkSearchCommand, refuseSearchKeys, SEARCH_OPTIONS, searchCommand, searchOption } from './cli-search.js';
 
 const IMPORT_FILE = "a LoCoMo or LongMemEval file, an OpenAI-style JSONL chat log, or pagewise's export (pagewise export -o FILE)";
 
@@ -46,6 +47,7 @@ const options = {
   'new-passphrase-file': { type: 'string' },
   decrypt: { type: 'boolean' },
   out: { type: 'string' },
+  ...SEARCH_OPTIONS,
 } as const;
 
 /** Options of one command only: given to another, a usage error (not silently ignored). */
@@ -102,6 +104,7 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError((e as Error).message);
   }
   const { values: v, positionals } = parsed;
+  refuseSearchKeys(v.search);
   const [command, ...rest] = positionals;
   // `pagewise COMMAND --help` and `pagewise help COMMAND`: that command's own help; nothing is opened.
   const helpOf = command === 'help' ? rest[0] : v.help ? command : undefined;
@@ -119,6 +122,7 @@ async function main(argv: string[]): Promise<number> {
     const stray = names.find((n) => v[n] !== undefined);
     if (stray !== undefined && command !== owner) throw new UsageError(`--${stray} is an option of pagewise ${owner} (pagewise ${owner} --help).`);
   }
+  checkSearchCommand(command, v);
   const json = v.json === true;
   const engineOptions = (): MemoryOptions => {
     const base = v.config ? readOptionsFile(v.config) : {};
@@ -128,6 +132,9 @@ async function main(argv: string[]): Promise<number> {
       if (!/^\d+$/.test(v.window)) throw new UsageError(`--window is a number of tokens (got "${v.window}").`);
       base.contextWindow = Number(v.window);
     }
+    const search = searchOption(command, v, base.search);
+    if (search) base.search = search;
+    else delete base.search;
     return base;
   };
   const conversation = (): string => {
@@ -159,7 +166,8 @@ async function main(argv: string[]): Promise<number> {
   // Read and checked whole before the database opens: a missing or malformed file leaves no new database behind.
   const input = (command === 'import' || command === 'replay') && rest[0] ? readImportFile(readInput(rest[0], IMPORT_FILE), rest[0], limits) : undefined;
   // replay without --db works in memory: a benchmark run leaves no file behind.
-  const inMemory = command === 'replay' && !v.db;
+  // So does search without --db and --conversation: a web search needs no stored conversation.
+  const inMemory = (command === 'replay' || (command === 'search' && !v.conversation)) && !v.db;
   // The keys are read and checked before the database opens, as are rekey's new one and sync FILE's.
   const keys = commandKeys(command, inMemory, v);
   // A mistyped --db must not become a new, empty database (nor sync's FILE a copy of this one): only on purpose.
@@ -172,7 +180,7 @@ async function main(argv: string[]): Promise<number> {
   const memory = await createMemory({ ...engine, ...(storage ? { storage } : {}) });
   const encrypted = opened.driver?.encrypted === true;
   try {
-    if (command === 'mcp') return await mcp(memory, served);
+    if (command === 'mcp') return await mcp(memory, served, engine.search !== undefined);
     if (command === 'rekey') return await rekey(memory, path, encrypted, keys.encryption, keys.rekey!, json);
     const peer = keys.peer ? { encryption: keys.peer } : {};
     if (command === 'sync') return await syncCommand(memory, rest[0]!, { json, given: v.conversation, token: v.token, openFile: (other) => createMemory({ ...engineOptions(), storage: fileStorage(databaseFile(other, v.create === true, 'sync FILE'), peer) }) });
@@ -233,6 +241,7 @@ const COMMANDS = new Map<string, Command>([
   }],
   ['import', importFile],
   ['replay', importFile],
+  ['search', searchCommand],
   ...branchCommands((message) => new UsageError(message)),
 ]);
 
@@ -256,10 +265,10 @@ async function assembled(memory: Memory, c: Context, _rest: string[], command: s
   if (command === 'retrieve') {
     const { manifest, budget, dropped, matchedTags, broad, temporal } = ctx;
     // --json: exact values for scripts (ids round-trip); otherwise the text a model may be shown, neutralized.
-    const report = { matchedTags, broad, temporal, budget, manifest, dropped };
+    const report = { matchedTags, broad, temporal, budget, manifest, dropped, ...(ctx.search ? { search: ctx.search } : {}) };
     out(c.json, report, () => renderJson(report));
   } else {
-    out(c.json, { prependText: ctx.prependText, messages: ctx.messages }, () => renderContext(ctx));
+    out(c.json, { prependText: ctx.prependText, messages: ctx.messages, ...(ctx.search ? { search: ctx.search } : {}) }, () => renderContext(ctx));
   }
   return 0;
 }

@@ -11,7 +11,7 @@ const dir = mkdtempSync(join(tmpdir(), 'pagewise-cli-usage-'));
 const LOCOMO = resolve(import.meta.dirname, '../../fixtures/locomo/priya-tom.json');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const COMMANDS = ['status', 'tags', 'branches', 'checkout', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'config', 'import', 'export', 'forget', 'replay', 'sync', 'mcp', 'rekey', 'keygen'];
+const COMMANDS = ['status', 'tags', 'branches', 'checkout', 'recall', 'retrieve', 'transform', 'compact', 'aliases', 'cost-report', 'config', 'import', 'export', 'forget', 'replay', 'sync', 'mcp', 'rekey', 'keygen', 'search'];
 
 describe('pagewise COMMAND --help', () => {
   it('prints that command\'s usage, options and an example, exits 0 and opens no database', () => {
