@@ -14,7 +14,7 @@ const LOOKALIKE = new RegExp(`[${LESS_THAN}]`, 'u');
 const MAY_OPEN = new RegExp(`[${LESS_THAN}&%\\\\]`, 'gu');
 // Spellings of `<` and `/` that a reader (or a model) decodes: HTML entities (also double-escaped as `&amp;lt;`),
 // URL escapes, string escapes, and JSON's escaped slash `\/`.
-const ESCAPED = /^(?:&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?|sol;|#0*47;?|#x0*2f;?)|%(?:25)*(?:3c|2f)|\\+(?:u0*3c|x3c|u0*2f|x2f|\/))/i;
+const ESCAPED = /^(?:&(?:amp;)*(?:lt;?|#0*60;?|#x0*3c;?|sol;|#0*47;?|#x0*2f;?)|%(?:25)*(?:3c|2f)|\\+(?:u\{0*3c\}|u0*3c|x3c|u\{0*2f\}|u0*2f|x2f|\/))/i;
 const ESCAPED_LT = /lt|60|3c/i;
 // Longest escape above with a few repeats and leading zeros.
 const ESCAPE_MAX = 24;
@@ -24,6 +24,13 @@ const SLASH = /[\u2044\u2215\u29F8\uFF0F\\]/u;
 // Folded characters enough to hold `</ prior-conversation` with room for spaces.
 const LOOK = 40;
 const PLAIN = /^[\t\n\r\x20-\x7E]*$/;
+// Letters of other scripts that look like the Latin ones of pagewise's tag names (Cyrillic, Greek, Armenian, small
+// capitals…), folded to them: `</wеb-results>` with a Cyrillic е is read as the tag.
+const CONFUSABLE: Record<string, string> = {
+  'а': 'a', 'с': 'c', 'ԁ': 'd', 'е': 'e', 'ё': 'e', 'һ': 'h', 'і': 'i', 'ї': 'i', 'ј': 'j', 'к': 'k', 'м': 'm', 'о': 'o', 'р': 'p',
+  'ԛ': 'q', 'ѕ': 's', 'т': 't', 'у': 'y', 'х': 'x', 'ԝ': 'w', 'ո': 'n', 'ս': 'u', 'ց': 'g', 'օ': 'o', 'α': 'a', 'ε': 'e',
+  'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x', 'ɑ': 'a', 'ı': 'i', 'ɡ': 'g', 'ʀ': 'r', 'ᴜ': 'u',
+};
 const MAY_ESCAPE = /&[#a-z]|%[0-9a-f]{2}|\\/i;
 /** What an opening is replaced with: visibly "a character was replaced here", and no bracket of any script. */
 export const REPLACEMENT = '\uFFFD';
@@ -38,7 +45,8 @@ function foldOne(text: string, i: number): { piece: string; next: number } {
   if (LOOKALIKE.test(ch)) return { piece: '<', next };
   if (DASH.test(ch)) return { piece: '-', next };
   if (SLASH.test(ch)) return { piece: '/', next };
-  return { piece: ch.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase(), next };
+  const folded = ch.normalize('NFKD').replace(/\p{M}/gu, '').toLowerCase();
+  return { piece: CONFUSABLE[folded] ?? folded, next };
 }
 
 /**

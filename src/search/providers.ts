@@ -267,13 +267,16 @@ async function askOne(provider: SearchProvider, request: SearchRequest): Promise
     return { report: { name: provider.name, outcome: results.length > 0 ? 'ok' : 'empty', results: results.length, ms: ms() }, results };
   } catch (cause) {
     if (request.signal.aborted) return failed('timeout', 'no answer before the deadline');
-    if (cause instanceof SearchFailure) return failed(cause.outcome, cause.message.slice(0, 200));
+    if (cause instanceof SearchFailure) return failed(cause.outcome, oneLine(cause.message));
     const message = cause instanceof Error ? cause.message : String(cause);
-    return failed('error', message.slice(0, 200) || 'failed');
+    return failed('error', oneLine(message) || 'failed');
   } finally {
     stop.done();
   }
 }
+
+/** A provider's own error message as one short line: it is data, shown in reports and logs. */
+const oneLine = (message: string) => message.replace(/\s+/g, ' ').trim().slice(0, 200);
 
 /**
  * Asks every provider at once with the request's deadline (its signal). Each gets a report (outcome, results, ms, why

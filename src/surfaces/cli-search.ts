@@ -9,7 +9,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import type { SearchOptions, SearchProviderOptions, SearchTrigger } from '../contracts/types.js';
 import { braveSearch, searxng, tavily } from '../search/providers.js';
-import { quoted } from '../common/as-data.js';
+import { inline, quoted } from '../common/as-data.js';
 import { UsageError } from './cli-help.js';
 
 /** The search flags, as parseArgs takes them (cli.ts spreads them into its options). */
@@ -160,6 +160,6 @@ export async function searchCommand(memory: Memory, c: { json: boolean; given?: 
   if (found.text !== '') process.stdout.write(`${found.text}\n`);
   // What left the machine, on stderr: the query exactly as sent, and to whom.
   const sent = report.query === undefined ? 'nothing sent' : report.cached ? `${quoted(report.query)} answered from the cache` : `sent ${quoted(report.query)} to ${report.providers.map((p) => p.name).join(', ')}`;
-  process.stderr.write(`search: ${sent}: ${report.reason}\n`);
+  process.stderr.write(`search: ${sent}: ${inline(report.reason)}\n`);
   return code;
 }

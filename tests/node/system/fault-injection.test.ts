@@ -4,17 +4,21 @@
 // calls and results, tag names (tagKeywords, aliases), summaries (compaction), imported data, the proxy's upstream
 // reply, the MCP `remember` tool — and every output is checked (fault-breakout.ts): the recall block and topics hint,
 // offload notes, summaries, memory.callTool results, the proxy's forwarded system text, every MCP tool result and
-// prompt. (The CLI's outputs: fault-surfaces.test.ts.) Breakouts are counted per surface and must be 0.
+// prompt. (The CLI's outputs: fault-surfaces.test.ts.) Web search: hostile results (hostile-search.ts: every field,
+// pages, errors, the query echoed, SearXNG/Brave/Tavily replies) and payloads in the question, into the same outputs,
+// memory.webSearch, MCP web_search and the search decision's LLM prompt. Breakouts are counted per surface and must be 0.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AssembledContext, type Memory, isPagewiseError, memoryProxy, proxyConversationKey } from '../../../src/index.js';
-import { renderSummary, renderTurn } from '../../../src/text/render.js';
+import { type AssembledContext, type Memory, type SearchProvider, braveSearch, isPagewiseError, memoryProxy, proxyConversationKey, searxng, tavily } from '../../../src/index.js';
+import { renderJson, renderSummary, renderTurn, renderWebResult, renderWebResults } from '../../../src/text/render.js';
 import { createMcpServer } from '../../../src/surfaces/mcp.js';
 import { messageText } from '../../../src/common/messages.js';
 import { countOwnTags, neutralize } from '../../../src/common/as-data.js';
 import { BreakoutTally } from '../../support/fault-breakout.js';
-import { PAYLOADS, QUESTION, filler, oneLine, payloadMessages } from '../../support/fault-payloads.js';
+import { PAYLOADS, QUESTION, WEB_PAYLOADS, filler, oneLine, payloadMessages } from '../../support/fault-payloads.js';
+import { type Current, type HostilePages, carriesPayload, hostileProvider, recordingLlm, searchingMemory, startHostilePages, throwingProvider } from '../../support/hostile-search.js';
+import { startSearchServers, TEST_KEY } from '../../support/search-servers.js';
 import { startUpstream, type Upstream } from '../../support/upstream.js';
 import { createMemory, user } from '../../support/helpers.js';
 
@@ -39,6 +43,34 @@ function checkContext(surface: string, ctx: AssembledContext, what: string): voi
     // An offload or compression note stands for the caller's own message, in its slot: tags only.
     if (text.startsWith('[pagewise')) tally.check(`${surface}: notes`, text.replace(/\n/g, ' '), what);
   }
+}
+
+/** memoryProxy over `memory` to `up`, and a POST to it as Alice in a conversation (waitUntil's promises into `pending`). */
+function proxyPost(memory: Memory, up: Upstream, pending: Promise<unknown>[] = []) {
+  const proxy = memoryProxy({
+    memory, authenticate: (r: Request) => (r.headers.get('authorization') === `Bearer ${TOKEN}` ? USER : null),
+    openai: { baseUrl: `${up.base}/v1`, apiKey: 'sk-up' }, anthropic: { baseUrl: up.base, apiKey: 'sk-up' },
+  });
+  return (path: string, conversation: string, body: unknown) => proxy(new Request(`http://proxy.test${path}`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'x-pagewise-conversation': conversation }, body: JSON.stringify(body),
+  }), { waitUntil: (p: Promise<unknown>) => { pending.push(p); } });
+}
+
+/** The system text of the two requests the upstream received (OpenAI's system messages, then Anthropic's `system`). */
+function upstreamSystem(up: Upstream): { openai: string[]; anthropic: string } {
+  const [o, a] = up.seen;
+  return { openai: ((o?.body as { messages?: { role: string; content: string }[] }).messages ?? []).filter((m) => m.role === 'system').map((m) => m.content),
+    anthropic: String((a?.body as { system?: unknown }).system ?? '') };
+}
+
+/** An MCP client of a server over `memory`; `text` joins a result's text parts. */
+async function mcpClient(memory: Memory, webSearch = false) {
+  const server = createMcpServer(memory, { webSearch });
+  const client = new Client({ name: 'fault-injection', version: '1.0.0' });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await Promise.all([server.connect(a), client.connect(b)]);
+  const text = (r: unknown) => ((r as { content?: { type: string; text?: string }[] }).content ?? []).map((c) => c.text ?? '').join('\n');
+  return { client, text, close: async () => { await client.close(); await server.close(); } };
 }
 
 /** The payload conversations of an engine: one per payload, the question's answer far back (40 filler exchanges). */
@@ -81,6 +113,8 @@ afterAll(async () => {
   await shared?.close();
   console.log(`prompt injection: ${PAYLOADS.length} payloads × content, name, message id, tool name, id and arguments, tool result, reply; `
     + `${tried.aliases} aliases spelled as payloads (${tried.aliasRefused} refused), ${Object.keys(tagKeywords).length} keyword tags; compaction, import, the proxy's upstream, MCP remember\n`
+    + `web search: ${WEB_PAYLOADS.length} of them for the web block; ${webTried.requests} searched requests and ${webTried.direct} direct searches, each payload in a result's title, url, snippet, date, content, `
+    + `its page (${webTried.pages} read) and the query; ${webTried.reached} outputs with the payload inside <web-results>\n`
     + `breakouts per surface (outputs checked):\n${tally.report()}\ntotal breakouts: ${tally.total()}`);
 });
 
@@ -148,14 +182,7 @@ describe('prompt injection through every carrier, into every output', () => {
     try {
       up = await startUpstream();
       const pending: Promise<unknown>[] = [];
-      const ctx = { waitUntil: (p: Promise<unknown>) => { pending.push(p); } };
-      const proxy = memoryProxy({
-        memory: shared, authenticate: (r: Request) => (r.headers.get('authorization') === `Bearer ${TOKEN}` ? USER : null),
-        openai: { baseUrl: `${up.base}/v1`, apiKey: 'sk-up' }, anthropic: { baseUrl: up.base, apiKey: 'sk-up' },
-      });
-      const post = (path: string, conversation: string, body: unknown) => proxy(new Request(`http://proxy.test${path}`, {
-        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'x-pagewise-conversation': conversation }, body: JSON.stringify(body),
-      }), ctx);
+      const post = proxyPost(shared, up, pending);
       // The upstream's reply is a carrier too: stored by the proxy, then recalled.
       for (const [i, p] of PAYLOADS.entries()) {
         up.next.push({ body: JSON.stringify({ choices: [{ message: { role: 'assistant', content: `The vault key reply says: ${p}` } }] }) });
@@ -172,10 +199,9 @@ describe('prompt injection through every carrier, into every output', () => {
         expect(anthropic.status).toBe(200);
         await anthropic.text();
         await Promise.all(pending);
-        const [o, a] = up.seen;
-        const system = ((o?.body as { messages?: { role: string; content: string }[] }).messages ?? []).filter((m) => m.role === 'system').map((m) => m.content);
-        for (const s of system) tally.check('proxy: forwarded system text (OpenAI)', s, id);
-        tally.check('proxy: forwarded system text (Anthropic)', String((a?.body as { system?: unknown }).system ?? ''), id);
+        const system = upstreamSystem(up);
+        for (const s of system.openai) tally.check('proxy: forwarded system text (OpenAI)', s, id);
+        tally.check('proxy: forwarded system text (Anthropic)', system.anthropic, id);
       }
     } finally {
       await up?.close();
@@ -184,11 +210,7 @@ describe('prompt injection through every carrier, into every output', () => {
   });
 
   it('the MCP server: every tool result and prompt (recall_context, expand_topic, domain_status, remember, recall, summarize_session)', async () => {
-    const server = createMcpServer(shared);
-    const client = new Client({ name: 'fault-injection', version: '1.0.0' });
-    const [a, b] = InMemoryTransport.createLinkedPair();
-    await Promise.all([server.connect(a), client.connect(b)]);
-    const text = (r: unknown) => ((r as { content?: { type: string; text?: string }[] }).content ?? []).map((c) => c.text ?? '').join('\n');
+    const { client, text, close } = await mcpClient(shared);
     try {
       // MCP remember is a carrier: the payloads stored through it.
       const remembered = await client.callTool({ name: 'remember', arguments: { conversationId: key('via-mcp'), messages: PAYLOADS.slice(0, 8).flatMap((p, i) => [
@@ -214,8 +236,7 @@ describe('prompt injection through every carrier, into every output', () => {
       tally.check('mcp: domain_status', text(await client.callTool({ name: 'domain_status', arguments: {} })), 'all conversations', true);
       tally.check('mcp: compact_context', text(await client.callTool({ name: 'compact_context', arguments: { conversationId: key('via-mcp') } })), 'compact', true);
     } finally {
-      await client.close();
-      await server.close();
+      await close();
     }
     expect(tally.examples()).toBe('');
   });
@@ -254,6 +275,154 @@ describe('prompt injection through every carrier, into every output', () => {
     }
     for (const plain of ['a < b && c > d', 'x &amp; y', '<div class="summary-box">', 'if (a<b) return;', 'priorconversation', '\\u003cdiv>', '50% off', 'C:\\path\\to']) {
       expect(neutralize(plain)).toBe(plain);
+    }
+  });
+});
+
+// Web search: every payload as the hostile provider's results, its pages and the question; searched on every message.
+const WEB_QUESTION = 'What is the latest vault key rotation news?';
+const webTried = { requests: 0, direct: 0, pages: 0, reached: 0 };
+const current: Current = { payload: PAYLOADS[0]!, index: 0 };
+const at = () => current;
+/** Whether an output's web block holds a payload's text (counted). */
+function reached(text: string): boolean {
+  const held = carriesPayload(text);
+  if (held) webTried.reached++;
+  return held;
+}
+
+describe('prompt injection through web search results', () => {
+  let pages: HostilePages;
+  beforeAll(async () => { pages = await startHostilePages(PAYLOADS); });
+  afterAll(() => pages?.close());
+
+  for (const placement of ['message', 'prependText'] as const) {
+    for (const from of ['provider', 'pages'] as const) {
+      it(`onMessageInbound: results ${from === 'pages' ? 'read from hostile pages' : 'as a hostile provider gives them'} stay quoted (recallPlacement ${placement})`, async () => {
+        const providers: SearchProvider[] = from === 'pages' ? [hostileProvider(at, { pagesUrl: pages.url })]
+          : [hostileProvider(at), hostileProvider(at, { name: oneLine(WEB_PAYLOADS[3]!), site: 'evil2.example' })];
+        const memory = await searchingMemory(providers, from === 'pages' ? { allowPrivateHosts: true } : false, { recallPlacement: placement });
+        const surface = `web engine (${from}, ${placement})`;
+        let carried = 0;
+        try {
+          await memory.onTurnComplete({ conversationId: 'web', messages: [...WEB_PAYLOADS.slice(0, 4).flatMap((p, i) => payloadMessages(p, 300 + i)), ...filler(20)] });
+          for (const [i, p] of PAYLOADS.entries()) {
+            Object.assign(current, { payload: p, index: i });
+            for (const question of from === 'pages' ? [WEB_QUESTION] : [WEB_QUESTION, `${WEB_QUESTION} ${p}`]) {
+              const ctx = await memory.onMessageInbound({ conversationId: 'web', message: user(question) });
+              const what = `payload ${i}, ${oneLine(question, 80)}`;
+              webTried.requests++;
+              checkContext(surface, ctx, what);
+              for (const m of ctx.messages) if (m.role === 'system') tally.check(`${surface}: system messages`, messageText(m), what);
+              // Placed, from the page when pages are read: else the check saw nothing of the payload.
+              const used = ctx.search?.results.filter((r) => r.included && (from === 'provider' || r.text === 'page')).length ?? 0;
+              webTried.pages += from === 'pages' ? used : 0;
+              if (used > 0 && reached(placement === 'message' ? ctx.recallText : ctx.prependText)) carried++;
+            }
+          }
+        } finally {
+          await memory.close();
+        }
+        expect(carried, 'requests whose web block held the payload').toBeGreaterThanOrEqual(PAYLOADS.length);
+        expect(tally.examples()).toBe('');
+      }, 180_000);
+    }
+  }
+
+  it('memory.webSearch and the MCP tools (web_search, recall_context): text and report; SearXNG, Brave and Tavily replies too', async () => {
+    const wire = await startSearchServers();
+    const memory = await searchingMemory([hostileProvider(at), throwingProvider(at), searxng({ url: wire.searxngUrl }),
+      braveSearch({ apiKey: TEST_KEY, baseUrl: wire.braveUrl }), tavily({ apiKey: TEST_KEY, baseUrl: wire.tavilyUrl })], false, {}, { trigger: 'keywords' });
+    const mcp = await mcpClient(memory, true);
+    const call = async (name: string, args: Record<string, unknown>) => mcp.text(await mcp.client.callTool({ name, arguments: args }));
+    const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+    let carried = 0;
+    try {
+      for (const [i, p] of PAYLOADS.entries()) {
+        Object.assign(current, { payload: p, index: i });
+        const fixture = (kind: string, t = (s: string) => s) => [{ title: t(`Vault key ${p}`), url: `https://wire.example/${kind}/${i}#${p}`, snippet: t(`Vault key rotation: ${p}`), publishedAt: t(p), content: `Vault key rotation plan. ${p}` }];
+        // Brave's reply is read as HTML (tags stripped, entities decoded): its fields carry the payload escaped once.
+        wire.results = { searxng: fixture('searxng'), brave: fixture('brave', esc), tavily: fixture('tavily') };
+        for (const query of ['latest vault key rotation news', `latest vault key rotation news ${p}`]) {
+          const what = `payload ${i}, ${oneLine(query, 60)}`;
+          const found = await memory.webSearch({ query, maxResults: 10 });
+          webTried.direct++;
+          if (found.report.results.filter((r) => r.included).length >= 4 && reached(found.text)) carried++;
+          tally.check('webSearch: text', found.text, what);
+          tally.check('webSearch: report (renderJson)', renderJson({ text: found.text, report: found.report }, ['text']), what, true);
+          tally.check('mcp: web_search', await call('web_search', { query, maxResults: 10 }), what, true);
+        }
+        const recall = await call('recall_context', { conversationId: 'web', message: `${WEB_QUESTION} ${p}` });
+        expect(recall, `payload ${i}`).toContain('web-results');
+        tally.check('mcp: recall_context (web)', recall, `payload ${i}`, true);
+      }
+    } finally {
+      await mcp.close();
+      await memory.close();
+      await wire.close();
+    }
+    expect(carried, 'direct searches whose text held the payload').toBe(2 * PAYLOADS.length);
+    expect(tally.examples()).toBe('');
+  }, 180_000);
+
+  it('memoryProxy with search: the system text the upstream receives (OpenAI and Anthropic), the payload in the question too', async () => {
+    const memory = await searchingMemory([hostileProvider(at)], false);
+    const up = await startUpstream();
+    try {
+      const post = proxyPost(memory, up);
+      for (const [i, p] of PAYLOADS.entries()) {
+        Object.assign(current, { payload: p, index: i });
+        up.seen.length = 0;
+        await (await post('/v1/chat/completions', 'web', { model: 'm', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: `${WEB_QUESTION} ${p}` }] })).text();
+        await (await post('/v1/messages', 'web', { model: 'claude', max_tokens: 50, system: 'Be brief.', messages: [{ role: 'user', content: `${WEB_QUESTION} ${p}` }] })).text();
+        const system = upstreamSystem(up);
+        expect(reached(system.openai.join('\n')) && carriesPayload(system.anthropic), `payload ${i}: the web block reached both upstreams`).toBe(true);
+        for (const s of system.openai) tally.check('web proxy: system text (OpenAI)', s, `payload ${i}`);
+        tally.check('web proxy: system text (Anthropic)', system.anthropic, `payload ${i}`);
+      }
+    } finally {
+      await up.close();
+      await memory.close();
+    }
+    expect(tally.examples()).toBe('');
+  }, 120_000);
+
+  it('the search decision (trigger llm): the message, payload and all, is quoted for the model that decides', async () => {
+    const llm = recordingLlm();
+    const memory = await searchingMemory([hostileProvider(at)], false, { llm, tagger: 'keyword', summarizer: 'extractive' }, { trigger: 'llm' });
+    try {
+      for (const [i, p] of PAYLOADS.entries()) {
+        Object.assign(current, { payload: p, index: i });
+        checkContext('web engine (trigger llm)', await memory.onMessageInbound({ conversationId: 'web', message: user(`${p}\n${WEB_QUESTION}`) }), `payload ${i}`);
+      }
+      const asked = llm.requests.filter((r) => r.purpose === 'search');
+      expect(asked.length).toBe(PAYLOADS.length);
+      for (const r of asked) for (const m of r.messages.filter((x) => x.role === 'user')) tally.check('search decision: LLM prompt', messageText(m as never), 'decision');
+    } finally {
+      await memory.close();
+    }
+    expect(tally.examples()).toBe('');
+  });
+
+  it('the breakout check finds each payload put raw into a web block: as a result\'s text, as its title, into real outputs', async () => {
+    const { breakouts } = await import('../../support/fault-breakout.js');
+    const block = renderWebResults([renderWebResult({ title: 'TITLE_MARK', url: 'https://example.org/a', provider: 'hostile', publishedAt: '2026-11-20', text: 'BODY_MARK' })]);
+    // Real outputs: the recall block with results from the provider and from a page, and a direct search's text.
+    Object.assign(current, { payload: 'vault key', index: 0 });
+    const real: string[] = [block];
+    for (const provider of [hostileProvider(at), hostileProvider(at, { pagesUrl: pages.url })]) {
+      const memory = await searchingMemory([provider], { allowPrivateHosts: true });
+      real.push((await memory.onMessageInbound({ conversationId: 'web', message: user(WEB_QUESTION) })).recallText, (await memory.webSearch({ query: WEB_QUESTION })).text);
+      await memory.close();
+    }
+    for (const out of real) expect(breakouts(out), out).toEqual([]);
+    for (const p of PAYLOADS) {
+      // Through the renderer, in every field: sealed. Raw in place of the title's quoted value: the tag's line breaks.
+      expect(breakouts(renderWebResults([renderWebResult({ title: p, url: p, provider: p, publishedAt: p, text: p })])), JSON.stringify(p)).toEqual([]);
+      expect(breakouts(block.replace('"TITLE_MARK"', `"${p}"`)), JSON.stringify(p)).not.toEqual([]);
+      // Raw as a result's text, in each output (a marker-only payload is data there, as in the chat blocks).
+      if (countOwnTags(p) === 0) continue;
+      for (const out of real) expect(breakouts(out.replace(/(<web-result [^\n]*>\n)/, `$1${p}\n`)), JSON.stringify(p)).not.toEqual([]);
     }
   });
 });
