@@ -6,6 +6,7 @@
 //          --only=ranking (leave-one-set-out; see tests/bench/ranking.ts)  --only=release --against=PATH (hook latency vs a release)
 //          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
 //          --only=encryption (plain vs encrypted fileStorage: chat replay, opens, rekey, export; ~8 min; see tests/bench/encryption.ts)
+//          --only=search (web search: trigger rate on real chat, cost per request, the search step, page reading; minutes; see tests/bench/search.ts)
 //          --hint=off  --tagger=keyword|embedding  --split=tune|report|holdout (see below)  --repeat=N (spread over N runs)
 //          recall sets: locomo, realtalk, adversarial, longmemeval — each against BM25, vector and hybrid at equal tokens
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored
@@ -241,4 +242,5 @@ if (only.has('branches')) await (await import('./branches.js')).branchesBench(ar
 if (only.has('sync-bulk')) await (await import('./sync-bulk.js')).syncBulkBench(args);
 if (only.has('encryption')) await (await import('./encryption.js')).encryptionBench(args);
 if (only.has('release')) (await import('./release-compare.js')).releaseCompare(args);
+if (only.has('search')) await (await import('./search.js')).searchBench();
 if (only.has('ranking')) await (await import('./ranking.js')).rankingBench(args, options, tokenizer, queryEmbedder);
