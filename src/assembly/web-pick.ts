@@ -35,8 +35,9 @@ export function pickWeb(web: WebInput, budget: number, tokenizer: Tokenizer): Sh
   if (web.items.length === 0 || budget <= 0) return shown;
   let left = budget - blockTokens(tokenizer, renderWebResults(['']));
   web.items.forEach((item, index) => {
-    const per = Math.floor(left / (web.items.length - index));
     const frame = tokenizer.count(renderWebResult({ ...item, text: '' })) + 1;
+    // Rank first: a result whose title and URL are long still gets room for some text before those after it.
+    const per = Math.min(left, Math.max(Math.floor(left / (web.items.length - index)), frame + MIN_TEXT));
     const room = per - frame;
     if (room < MIN_TEXT) return;
     const q = quote(item.text, web.focus, room, tokenizer);

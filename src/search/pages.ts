@@ -246,14 +246,49 @@ function timeDate(document: Document): string | undefined {
   return value ? value.slice(0, 100) : undefined;
 }
 
+// Elements whose content is never text a reader sees: dropped before parsing (a page's inline scripts and styles are
+// often most of its bytes, and parsing is synchronous work no deadline interrupts).
+const OPAQUE = ['script', 'style', 'noscript', 'svg', 'template'];
+// HTML parsed at most, once opaque elements are gone: a main text lies in its first half megabyte.
+const MAX_PARSE = 512 * 1024;
+
+/** The page without comments and opaque elements, at most MAX_PARSE characters; linear however the tags are nested or left open. */
+export function leanHtml(html: string): string {
+  const lower = html.toLowerCase();
+  let out = '';
+  let at = 0;
+  while (at < html.length && out.length < MAX_PARSE) {
+    const open = lower.indexOf('<', at);
+    if (open < 0) { out += html.slice(at); break; }
+    out += html.slice(at, open);
+    let end = -1;
+    if (lower.startsWith('<!--', open)) {
+      const close = lower.indexOf('-->', open + 4);
+      end = close < 0 ? html.length : close + 3;
+    } else {
+      const name = OPAQUE.find((n) => lower.startsWith(`<${n}`, open) && !/[a-z0-9-]/.test(lower[open + n.length + 1] ?? ''));
+      if (name) {
+        const close = lower.indexOf(`</${name}`, open);
+        const gt = close < 0 ? -1 : lower.indexOf('>', close);
+        end = gt < 0 ? html.length : gt + 1;
+      }
+    }
+    if (end < 0) { out += '<'; at = open + 1; } else at = end;
+  }
+  return out.slice(0, MAX_PARSE);
+}
+
 /**
  * An HTML page's main text (Readability over linkedom): paragraphs separated by blank lines, whitespace collapsed;
  * scripts, styles, navigation and cookie banners gone; the body's text when Readability finds no article. `url` is the
  * page's address (the text keeps no links). Hostile text stays text: quoting it is the renderer's job.
  */
-export async function htmlToText(html: string, url: string): Promise<{ text: string; title?: string; publishedAt?: string }> {
+export async function htmlToText(page: string, url: string): Promise<{ text: string; title?: string; publishedAt?: string }> {
   void url;
   const { parseHTML, Readability } = await loadReaders();
+  const lean = leanHtml(page);
+  // linkedom reads a fragment without <html> or <body> as an empty document.
+  const html = /<(?:html|body)[\s>]/i.test(lean) ? lean : `<!doctype html><html><body>${lean}</body></html>`;
   const { document } = parseHTML(html);
   const meta = metaDate(document);
   const time = timeDate(document);

@@ -273,3 +273,28 @@ describe('webSearch and options', () => {
     expect(placed.some((e) => /cut to its passages/.test(e.reason)) || ctx.dropped.some((e) => e.kind === 'search' && e.reason === 'budget')).toBe(true);
   });
 });
+
+describe('placing and cleaning', () => {
+  it('rank first: a first result with a long title and URL is placed before those after it, in a tight share', async () => {
+    const { pickWeb } = await import('../../../src/assembly/web-pick.js');
+    const { createTokenizer } = await import('../../../src/index.js');
+    const tokenizer = await createTokenizer({ tokenizer: 'gpt-tokenizer', encoding: 'o200k_base', margin: 1 });
+    const long = { title: `Node.js 24.3.0 released: ${'faster startup, stable permissions, '.repeat(4)}`, url: `https://news.example.com/${'node-release/'.repeat(8)}`, provider: 'searxng', text: 'Node.js 24.3.0 was released on 2026-11-20. '.repeat(20) };
+    const short = (n: number) => ({ title: `Other ${n}`, url: `https://o.example/${n}`, provider: 'searxng', text: 'Unrelated text about something else. '.repeat(20) });
+    const web = { items: [long, short(2), short(3)], share: 1, focus: new Set(['node']), reason: 'test' };
+    const shown = pickWeb(web, 260, tokenizer);
+    expect(shown.map((s) => s.index)).toContain(0);
+    expect(shown.reduce((n, s) => n + s.cost, 0)).toBeLessThanOrEqual(260);
+  });
+
+  it('a page of scripts and styles is read by its text, a fragment without <html> too', async () => {
+    const { htmlToText, leanHtml } = await import('../../../src/search/pages.js');
+    const bloated = `<html><head><style>${'a{}'.repeat(300_000)}</style></head><body><article><p>The answer is forty-two, said the release notes.</p></article>${'<script>var x = 1;</script>'.repeat(40_000)}</body></html>`;
+    expect(bloated.length).toBeGreaterThan(1_800_000);
+    expect(leanHtml(bloated).length).toBeLessThan(200);
+    expect((await htmlToText(bloated, 'https://x.example')).text).toContain('The answer is forty-two');
+    expect((await htmlToText('<p>Just a fragment of text.</p>', 'https://x.example')).text).toBe('Just a fragment of text.');
+    // Left open, an opaque element hides the rest, and nothing is scanned twice.
+    expect(leanHtml(`<p>kept</p>${'<script>'.repeat(100_000)}`)).toBe('<p>kept</p>');
+  });
+});
