@@ -1,9 +1,11 @@
 // The inspector of one request: why the demo's settings show recall, the budget bar and its legend, the question's
-// flags, the manifest (sources as the chat's turn numbers, each jumping to its turn; scores as lines), what was
-// dropped, and the exact messages sent (attachments as a line and a thumbnail, never their bytes).
+// flags, the web search (search.ts), the manifest (sources as the chat's turn numbers, each jumping to its turn; a web
+// result as a link to its page; scores as lines), what was dropped, and the exact messages sent (attachments as a line
+// and a thumbnail, never their bytes).
 import type { AssembledContext, MediaRule } from '../src/contracts/types.js';
 import { sentContent } from './attachments.js';
 import { $, el } from './dom.js';
+import { clearSearch, renderSearch, resultLink } from './search.js';
 
 /** What the inspector needs besides the context: the turn number of a stored id, and the settings that shape it. */
 export interface InspectorView {
@@ -21,6 +23,7 @@ export function clearInspector(): void {
   for (const id of ['budget', 'legend', 'dropped', 'flags', 'sent', 'branch']) $(id).replaceChildren();
   $('why').textContent = EMPTY;
   $('manifest').querySelector('tbody')!.replaceChildren();
+  clearSearch();
 }
 
 const EMPTY = 'Send a message: what pagewise sends to the model with it shows here, part by part — history, recalled memory, the new message — and why.';
@@ -82,11 +85,11 @@ export function renderContext(ctx: AssembledContext, view: InspectorView): void 
   $('branch').textContent = view.branch ?? '';
 
 // The budget's parts in the order they are spent, each with its colour in the bar and the legend.
-const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint'], ['recalled', 'recalled memory'], ['history', 'history'], ['message', 'new message'], ['overhead', 'overhead'], ['free', 'free'], ['reserve', 'reserve (reply)']];
+const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint'], ['search', 'web results'], ['recalled', 'recalled memory'], ['history', 'history'], ['message', 'new message'], ['overhead', 'overhead'], ['free', 'free'], ['reserve', 'reserve (reply)']];
 
   const b = ctx.budget;
   const size: Record<string, number> = {
-    prefix: b.prefix, hint: b.topics, recalled: b.memory - b.topics, history: b.history, message: b.message, overhead: b.overhead, free: b.free, reserve: b.reserve,
+    prefix: b.prefix, hint: b.topics, search: b.search ?? 0, recalled: b.memory - b.topics - (b.search ?? 0), history: b.history, message: b.message, overhead: b.overhead, free: b.free, reserve: b.reserve,
   };
   $('budget').replaceChildren(...PARTS.filter(([k]) => size[k]! > 0).map(([k, label]) => {
     const s = el('span', { className: `b-${k}`, title: `${label}: ${size[k]} tokens` });
@@ -102,11 +105,13 @@ const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint']
     // Turn numbers as the chat shows them (#13); a summary names the turns it covers.
     const sources = el('td', { className: 'sources' }, ...sourceLinks(e.sourceIds, view, newId));
     if (e.covers) sources.append(e.covers.fromSeq === e.covers.toSeq ? `#${e.covers.fromSeq}` : `#${e.covers.fromSeq}–#${e.covers.toSeq}`);
+    if (e.web) sources.append(resultLink(e.web.title, e.web.url));
     const scores = el('td', { className: 'scores', textContent: Object.entries(e.scores).map(([k, v]) => `${k}: ${typeof v === 'number' ? Number(v.toPrecision(3)) : String(v)}`).join('\n') });
     return el('tr', {}, el('td', { textContent: e.kind }), el('td', { textContent: String(e.tokens) }), sources, scores, el('td', { textContent: e.reason }));
   }));
   // A dropped summary names the summary; anything else the turns it held, by number.
   $('dropped').replaceChildren(...ctx.dropped.map((d) => {
+    if (d.web) return el('li', {}, 'web result: ', resultLink(d.web.title, d.web.url), `, ${plural(d.tokens, 'token')} — ${REASONS[d.reason] ?? d.reason}`);
     const count = d.range?.count ?? d.sourceIds.length;
     const what = d.kind === 'summary' ? plural(count, 'summary', 'summaries') : plural(count, 'turn');
     const from = d.range && view.seqOf(d.range.fromId);
@@ -118,6 +123,7 @@ const PARTS: [string, string][] = [['prefix', 'prefix'], ['hint', 'topics hint']
     const where = d.kind === 'summary' || links.length === 0 ? [] : [' (', ...links.flatMap((x, i) => (i ? [' ', x] : [x])), ')'];
     return el('li', {}, `${d.kind}: ${what}`, ...where, `, ${plural(d.tokens, 'token')} — ${REASONS[d.reason] ?? d.reason}`);
   }));
+  renderSearch(ctx.search);
   $('sent').replaceChildren(
     ...(ctx.prependText ? [el('div', { className: 'sent-message', textContent: `[system, prependText]\n${ctx.prependText}` })] : []),
     ...ctx.messages.map((m) => el('div', { className: 'sent-message' }, `[${m.role}${m.name ? ` ${m.name}` : ''}]\n`, ...sentContent(m.content, view.mediaRule))),

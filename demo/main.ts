@@ -16,6 +16,7 @@ import { type Placing, branchNote, forkSwitch, versionAction } from './branches.
 import { type Inspected, forgetRecords, inspection, keepInspection, loadInspections, logCompaction, renderCompactionLog, sealRecords } from './records.js';
 import { setupActions } from './actions.js';
 import { setupLock, showLock, showOpen } from './lock.js';
+import { SEARCH_KEYS, searchOptions } from './search.js';
 
 let memory: ConnectedMemory | undefined;
 const input = $<HTMLTextAreaElement>('input');
@@ -35,6 +36,7 @@ let encrypted = false;
 function showMode(): void {
   $('mode').textContent = settings.provider === 'offline' ? '· offline: replies come from memory alone and are not stored'
     : `· ${settings.provider === 'openai' ? 'OpenAI-compatible' : 'Anthropic'} ${settings.model} at ${settings.baseUrl}`;
+  if (settings.search) $('mode').textContent += ` · searching the web with ${settings.searxngUrl}`;
   document.body.dataset.provider = settings.provider;
 }
 
@@ -66,9 +68,11 @@ async function start(passphrase?: string): Promise<void> {
   memory = undefined;
   const options = Object.fromEntries(ENGINE_KEYS.map((k) => [k, settings[k]]));
   const encryption: EncryptionOptions | undefined = passphrase === undefined ? undefined : { passphrase };
+  // Search the web (Settings): the SearXNG instance as the engine's option; off, nothing is searched.
+  const search = searchOptions(settings);
   try {
     // Where OPFS cannot open, the demo runs in memory for the session rather than not at all, and says so.
-    memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, ...(encryption ? { encryption } : {}), fallback: 'memory', onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
+    memory = await connect({ ...options, storage: { directory: '.pagewise-demo' }, ...(encryption ? { encryption } : {}), ...(search ? { search } : {}), fallback: 'memory', onModelProgress: showModel, onEmbeddingProgress: showEmbedded });
   } catch (e) {
     if ((e as { code?: unknown }).code !== 'KEY_REQUIRED') throw e;
     conceal();
@@ -351,7 +355,7 @@ settingsForm.addEventListener('submit', (e) => {
   // Nothing is saved until it is valid.
   if (problem) { error.textContent = problem; return; }
   error.textContent = '';
-  const restartNeeded = !settings || ENGINE_KEYS.some((k) => settings[k] !== next[k]);
+  const restartNeeded = !settings || [...ENGINE_KEYS, ...SEARCH_KEYS].some((k) => settings[k] !== next[k]);
   settings = next;
   void set('pagewise-demo-settings', settings);
   showMode();

@@ -2,6 +2,7 @@
 import { resolveOptions } from '../src/engine/options.js';
 import { remoteMemory } from '../src/client.js';
 import { $ } from './dom.js';
+import { searchOptions } from './search.js';
 
 export type Provider = 'offline' | 'openai' | 'anthropic';
 export interface Settings {
@@ -9,6 +10,8 @@ export interface Settings {
   contextWindow: number; reserveTokens: number; targetTokens: number; memoryTokens: number; protectedRecentTurns: number;
   /** Sync with the edge: the endpoint (examples/edge under `wrangler dev` by default) and the bearer token it accepts. */
   syncUrl: string; syncToken: string;
+  /** Search the web (off by default) through this SearXNG instance: a URL, never a key, so it may be saved. */
+  search: boolean; searxngUrl: string;
 }
 // The memory settings the engine takes. The demo's defaults (index.html) are small on purpose: a history target of
 // 128 tokens means a conversation of a few messages is no longer sent whole, so recall shows within a short chat.
@@ -33,13 +36,15 @@ export function readForm(): Settings {
     provider: String(f.get('provider')) as Provider, baseUrl: String(f.get('baseUrl') ?? '').trim(), model: String(f.get('model') ?? '').trim(),
     apiKey: String(f.get('apiKey') ?? ''), contextWindow: n('contextWindow'), reserveTokens: n('reserveTokens'), targetTokens: n('targetTokens'), memoryTokens: n('memoryTokens'),
     protectedRecentTurns: n('protectedRecentTurns'), syncUrl: String(f.get('syncUrl') ?? '').trim(), syncToken: String(f.get('syncToken') ?? '').trim(),
+    search: f.get('search') === 'on', searxngUrl: String(f.get('searxngUrl') ?? '').trim(),
   };
 }
 
 export function writeForm(s: Settings): void {
   for (const [k, v] of Object.entries(s)) {
     const input = settingsForm.elements.namedItem(k) as HTMLInputElement | HTMLSelectElement | null;
-    if (input) input.value = String(v);
+    if (input instanceof HTMLInputElement && input.type === 'checkbox') input.checked = v === true;
+    else if (input) input.value = String(v);
   }
 }
 
@@ -60,7 +65,19 @@ export function validate(s: Settings): string | null {
     }
     if (!s.model) return 'model is required (the name your endpoint serves)';
   }
-  return validateSync(s);
+  return validateSync(s) ?? validateSearch(s);
+}
+
+/** The SearXNG URL, checked as the engine checks it, when search is on (off, whatever the field holds is kept). */
+function validateSearch(s: Settings): string | null {
+  if (!s.search) return null;
+  if (!s.searxngUrl) return 'SearXNG URL is required to search the web (e.g. http://localhost:8888), or switch "Search the web" off';
+  try {
+    resolveOptions({ search: searchOptions(s) });
+  } catch (e) {
+    return readable(e).replace(/`search\.providers\[0\]\.url`/g, 'SearXNG URL').replace(/`searxng\(\{ url: '([^']*)' \}\)`/g, '$1');
+  }
+  return null;
 }
 
 /** The sync URL and token, checked as remoteMemory() checks them (https off this machine); the token may wait. */
