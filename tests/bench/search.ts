@@ -8,6 +8,7 @@
 //   3. The search step when it runs (`search: true`), against the local SearXNG, Brave and Tavily servers of
 //      tests/support/search-servers.ts (127.0.0.1: no network time), pages fetched and read or not; the first call apart.
 //   4. htmlToText alone: the article page, and the ~3 MiB page cut at fetchPages' default 2 MiB.
+// --trigger-only: part 1 alone (~2.5 min: no servers, no timing parts), e.g. after changing src/search/trigger.ts.
 import { spawnSync } from 'node:child_process';
 import { createMemory, type Memory } from '../../src/index.js';
 import { braveSearch, searxng, tavily } from '../../src/search/providers.js';
@@ -135,6 +136,12 @@ async function triggerBench(): Promise<void> {
   for (let i = 0; i < Math.min(15, fired.length); i++) {
     const f = fired[i * step]!;
     console.log(`  ${String(i + 1).padStart(2)}. ${f.set} [${f.kind}: ${f.detail}] "${oneLine(f.message)}"\n      → "${f.query}"`);
+  }
+  for (const set of ['REALTALK', 'LoCoMo']) {
+    const mine = fired.filter((x) => x.set === set);
+    const every = Math.max(1, Math.floor(mine.length / 15));
+    console.log(`${set}: ${Math.min(15, mine.length)} of its ${mine.length} triggered messages (every ${every}th):`);
+    for (let i = 0; i < Math.min(15, mine.length); i++) console.log(`  ${String(i + 1).padStart(2)}. [${mine[i * every]!.kind}: ${mine[i * every]!.detail}] "${oneLine(mine[i * every]!.message)}"`);
   }
   await longMemEvalTrigger();
 }
@@ -307,6 +314,11 @@ async function htmlBench(pagesUrl: string): Promise<void> {
 export async function searchBench(): Promise<void> {
   const started = performance.now();
   console.log('\nWeb search (tests/bench/search.ts)');
+  if (process.argv.includes('--trigger-only')) {
+    await triggerBench();
+    console.log(`\nsearch bench (--trigger-only): ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   const servers = await startSearchServers();
   try {
     // Before the other parts: the first calls must find compromise, readability and linkedom not yet loaded.

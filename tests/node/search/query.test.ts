@@ -101,7 +101,54 @@ const STAYS: [string, RegExp][] = [
   ['Update the function to return a promise', /no trigger word/],
   ['Can you release the lock in this code?', /no trigger word/],
   ['Here is version 2 of my essay', /no trigger word/],
+  // Seed 004: the trigger is for information requests. A time or topic word in a statement, or in a question about
+  // I, we or you, is small talk (misfires seen on real two-person chat and on LongMemEval's questions).
+  ["I'm planning on taking a cooking class today!", /keyword "today" in a statement, not a question or request/],
+  ['It was supposed to be cloudy today', /in a statement/],
+  ['I actually started on a book recently since my movie did well!', /keyword "recently" in a statement/],
+  ['But the weather was way too cold and windy', /keyword "weather" in a statement/],
+  ['Have a great day today!', /in a statement/],
+  ['Great news, I got the job!', /keyword "news" in a statement/],
+  ["Today's a good day", /in a statement/],
+  ['Weather sucks', /in a statement/],
+  ['Check out my new blog post today!', /in a statement/],
+  ['Your current haircare routine sounds really solid.', /no trigger word/],
+  ['What type of vehicle model am I currently working on?', /keyword "currently" in a question about the user or the one asked/],
+  ['How many weddings have I attended in this year?', /keyword "this year" in a question about the user/],
+  ['What are you doing today?', /keyword "today" in a question about the user/],
+  ['Have you watched any good movies recently?', /keyword "recently" in a question about the user/],
+  ['What are you majoring in?', /no trigger word/],
+  // Names only in questions and requests; never lower-case, never a common word opening a sentence or following a
+  // colon; not a place in the speaker's own story.
+  ['This is what I had last time at Jack\'s, my favorite: Poached egg and salmon bagel!', /no trigger word/],
+  ['Breakfast question: Poached eggs or an omelette?', /no trigger word/],
+  ['Ill go check craigslist or facebook local pages and pray for the best', /no trigger word/],
+  ['Any good spots downtown?', /no trigger word/],
+  ['Good CGI', /no trigger word/],
+  ["There's a chance I'll be visiting more HP spots in the future.", /no trigger word/],
+  ["I'm from California, born and raised.", /no trigger word/],
+  ['Can you suggest a hotel for my upcoming trip to Miami?', /no trigger word/],
+  ['Should I visit Paris or Rome this summer?', /no trigger word/],
+  ["What's awesome about fantasy books like LOTR is the detail.", /no trigger word/],
 ];
+
+// Questions an assistant is asked that need the web (prices, versions, releases, news, weather, schedules, "who won",
+// "is X down"), written before the rules above were changed, as a recall check. Memory knows none of their words.
+const WEB_QUESTIONS = [
+  'How much is a Tesla Model 3 right now?', "What's the price of gold today?", 'Is GitHub down?', 'who won the Super Bowl this year',
+  "What's the latest version of PostgreSQL?", 'Has Apple released the new MacBook Pro yet?', 'weather in Tokyo tomorrow',
+  'Any news on the Boeing strike?', 'When does the next SpaceX launch happen?', 'What time does the Apple Store in Soho close today?',
+  'Did the Fed raise interest rates this week?', 'Check if Slack is having an outage', 'Find me cheap flights from Berlin to Rome next weekend',
+  'Tell me the score of the Lakers game tonight', "what's the current USD to EUR exchange rate", 'Is Python 3.14 out yet?',
+  'Look up the opening hours of the British Museum', 'Who is the current prime minister of Japan?', 'What are the release notes for React 19?',
+  'How is the stock market doing today?', 'Are there any train strikes in France this week?', 'Search for reviews of the Sony WH-1000XM6',
+  "What's new in iOS 18?", 'Is the Golden Gate Bridge open right now?', 'Latest headlines about the earthquake in Chile',
+  "What's the forecast for Saturday in Chicago?", 'Who won the Champions League final?', 'Did Nvidia stock go up today?',
+  'When is the next iPhone coming out?', "What's the current mortgage rate in the US?", 'Is Reddit down for everyone or just me?',
+  'How much does ChatGPT Plus cost now?', 'What time is the Formula 1 race on Sunday?',
+];
+// Of the same list, the one the keyword trigger misses (no time or topic word, no name): left to `trigger: 'auto'`'s LLM.
+const WEB_MISSED = ['What movies are playing in theaters this weekend?'];
 
 describe('keyword trigger', () => {
   it('has at least 30 cases each way', () => {
@@ -121,6 +168,32 @@ describe('keyword trigger', () => {
     expect(r.by).toBe('none');
     expect(r.detail).toMatch(detail);
     expect(r.vetoed).toBe(/about this conversation/.test(r.detail));
+  });
+
+  it.each(WEB_QUESTIONS)('searches the web question %j', async (text) => {
+    expect((await keywordTrigger(text, corpusLookup([]), [])).by).not.toBe('none');
+  });
+
+  it('misses what has no time or topic word and no name', async () => {
+    for (const text of WEB_MISSED) expect((await keywordTrigger(text, corpusLookup([]), [])).detail).toBe('no trigger word');
+  });
+
+  it('fires on a search-box query: a phrase led by a topic word, or nouns and names ending in one', async () => {
+    for (const text of ['bitcoin price', 'Lisbon weather', 'iPhone 16 release date', 'Latest on the Artemis launch', "Today's exchange rate for the yen"]) {
+      expect((await trigger(text)).by, text).toBe('keyword');
+    }
+    for (const text of ['Great news', 'Bad weather today', 'Pizza tonight', 'Recently just work and sleep']) expect((await trigger(text)).detail, text).toMatch(/in a statement/);
+  });
+
+  it('does not search a question about the user\'s own account once memory knows the name in it', async () => {
+    const lookup = corpusLookup([{ role: 'user', content: 'My Instagram hit a new high today.' }]);
+    expect((await keywordTrigger('How many Instagram followers do I currently have?', lookup, [])).detail).toMatch(/keyword "currently" in a question about the user/);
+  });
+
+  it('fires in questions and requests to the one asked about the world ("do you know…", "can you check…")', async () => {
+    for (const text of ['Do you know the weather in Paris today?', "Can you tell me today's weather in Oslo?", 'Could you check the latest Bun release?', 'I wonder what the current price of bitcoin is']) {
+      expect((await trigger(text)).by, text).toBe('keyword');
+    }
   });
 
   it('asks memory first: the same subject searches once memory does not know it', async () => {
