@@ -86,7 +86,7 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
 
   return withSync({
     ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs, branching, search }),
-    ...searchApi({ search, store, keyed, serial, tokenizer, maxResults: opts.search?.maxResults ?? 3 }),
+    ...searchApi({ search, store, keyed, check: queue.check, tokenizer, maxResults: opts.search?.maxResults ?? 3 }),
     ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs, branching }),
     ...inspectionApi({ ...stores, serial, on, semantic, hints, pathTurns }),
     ...branches,

@@ -11,7 +11,7 @@ import { checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { type HistoryView, callerHistory, itemFor, storedHistory } from './history.js';
 import type { Memory } from '../contracts/memory.js';
-import { contentHash, describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
+import { contentHash, contentText, describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
 import type { ResolvedOptions } from './options.js';
 import { sampleBroad } from '../retrieval/broad.js';
 import { type QueryAnalysis, analyzeQuery } from '../retrieval/query.js';
@@ -78,62 +78,85 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   const nowIso = new Date(now).toISOString();
   const tok = await d.tokenizer();
   const text = messageText(message);
-  // The search step (its network wait) runs while the question is understood and the history read.
-  const searching: Promise<Searched> | null = d.search ? d.search.forMessage({ conversationId, text, isPrivate: message.private === true, requested: how.search }, lookupOf(d.store, conversationId)) : null;
-  const { query, meaning } = await understand(d, conversationId, message, text, now, nowIso);
-  // Broad questions may use the whole window; temporal ones more memory within the target.
-  const wide = query.intent.broad;
-  const notes = [...meaning.notes];
-  const { state, view } = await historyView(d, conversationId, history, tok, how.rule, wide);
-  const messageItem = itemFor(message, null, tok, how.rule);
-  const afterItems = after.map((m) => itemFor(m, null, tok, how.rule));
-  // The stored copy of this round (a retry, a tool loop's next step) is neither history nor recalled: it is sent as given.
-  const repeated = history ? [] : await storedRound(view, [message, ...after]);
-  const sentSeqs = [...view.prefix, ...repeated].flatMap((p) => (p.seq === null ? [] : [p.seq]));
-  const round = { ...messageItem, tokens: messageItem.tokens + afterItems.reduce((n, i) => n + i.tokens, 0) };
-  const { pinned, working } = await workingHistory(d, conversationId, view, round, text, tok, wide, how.rewrite);
-  const plan = await planSummaries(d, conversationId, state !== null, query, meaning);
-  const hint = wide || opts.topicsHintAlways ? await d.hints.hintFor(conversationId, tok) : '';
-  const searched = searching ? await searching : null;
-  const { webBudget, ...assembled } = await assemble({
-    conversationId,
-    tokenizer: tok,
-    window: opts.contextWindow,
-    reserve: opts.reserveTokens,
-    memoryTokens: opts.memoryTokens,
-    fillTarget: opts.memoryTokensAuto,
-    targetTokens: opts.targetTokens,
-    protectedRecentTurns: opts.protectedRecentTurns,
-    prefix: view.prefix,
-    history: working.history,
-    historyComplete: view.complete,
-    beyondHistory: how.allBranches,
-    message: messageItem,
-    after: afterItems,
-    hint,
-    placement: opts.recallPlacement,
-    wide,
-    temporal: query.intent.temporal,
-    compacted: state !== null,
-    summaries: plan.candidates,
-    summaryShare: plan.share,
-    recall: recallFor(d, { conversationId, text, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning, allBranches: how.allBranches }),
-    ...(searched && searched.items.length > 0 ? { web: { items: searched.items, share: opts.search!.share, focus: stemsOf(text), reason: searched.report.trigger.detail ?? 'web search' } } : {}),
-  });
-  if (working.compressed.size > 0) {
-    for (const entry of assembled.manifest) {
-      const mine = entry.sourceIds.filter((id) => working.compressed.has(id));
-      if (mine.length > 0) entry.compressed = Object.fromEntries(mine.map((id) => [id, working.compressed.get(id)!]));
-    }
+  // The search step (its network wait) runs while the question is understood and the history read; it stops when the
+  // request fails.
+  const failed = new AbortController();
+  const searching: Promise<Searched> | null = d.search ? startSearch(d, d.search, conversationId, message, history, how.search, failed.signal) : null;
+  try {
+    return await assembleRequest(message);
+  } catch (error) {
+    failed.abort();
+    throw error;
   }
-  await recordUse(d, conversationId, assembled.manifest, plan.candidates, query, now, nowIso);
-  const waiting = meaning.vector ? await d.semantic.unembedded(conversationId, await d.store.turnCount(conversationId)) : 0;
-  if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
-  const head = (await d.branching.tree.head(conversationId)).node?.id ?? null;
-  const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, head }, how.attachments, how.rule, tok);
-  // Stored attachments are sent with their bytes.
-  const search = searched ? { search: d.search!.placed(searched, assembled.manifest, assembled.dropped, webBudget) } : {};
-  return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}), ...search };
+  async function assembleRequest(message: ChatMessage): Promise<AssembledContext> {
+    const { query, meaning } = await understand(d, conversationId, message, text, now, nowIso);
+    // Broad questions may use the whole window; temporal ones more memory within the target.
+    const wide = query.intent.broad;
+    const notes = [...meaning.notes];
+    const { state, view } = await historyView(d, conversationId, history, tok, how.rule, wide);
+    const messageItem = itemFor(message, null, tok, how.rule);
+    const afterItems = after.map((m) => itemFor(m, null, tok, how.rule));
+    // The stored copy of this round (a retry, a tool loop's next step) is neither history nor recalled: it is sent as given.
+    const repeated = history ? [] : await storedRound(view, [message, ...after]);
+    const sentSeqs = [...view.prefix, ...repeated].flatMap((p) => (p.seq === null ? [] : [p.seq]));
+    const round = { ...messageItem, tokens: messageItem.tokens + afterItems.reduce((n, i) => n + i.tokens, 0) };
+    const { pinned, working } = await workingHistory(d, conversationId, view, round, text, tok, wide, how.rewrite);
+    const plan = await planSummaries(d, conversationId, state !== null, query, meaning);
+    const hint = wide || opts.topicsHintAlways ? await d.hints.hintFor(conversationId, tok) : '';
+    const searched = searching ? await searching : null;
+    const { webBudget, ...assembled } = await assemble({
+      conversationId,
+      tokenizer: tok,
+      window: opts.contextWindow,
+      reserve: opts.reserveTokens,
+      memoryTokens: opts.memoryTokens,
+      fillTarget: opts.memoryTokensAuto,
+      targetTokens: opts.targetTokens,
+      protectedRecentTurns: opts.protectedRecentTurns,
+      prefix: view.prefix,
+      history: working.history,
+      historyComplete: view.complete,
+      beyondHistory: how.allBranches,
+      message: messageItem,
+      after: afterItems,
+      hint,
+      placement: opts.recallPlacement,
+      wide,
+      temporal: query.intent.temporal,
+      compacted: state !== null,
+      summaries: plan.candidates,
+      summaryShare: plan.share,
+      recall: recallFor(d, { conversationId, text, pinned, sentSeqs, query, meaning, now, reasoning: how.reasoning, allBranches: how.allBranches }),
+      ...(searched && searched.items.length > 0 ? { web: { items: searched.items, share: opts.search!.share, focus: stemsOf(text), reason: searched.report.trigger.detail ?? 'web search' } } : {}),
+    });
+    if (working.compressed.size > 0) {
+      for (const entry of assembled.manifest) {
+        const mine = entry.sourceIds.filter((id) => working.compressed.has(id));
+        if (mine.length > 0) entry.compressed = Object.fromEntries(mine.map((id) => [id, working.compressed.get(id)!]));
+      }
+    }
+    await recordUse(d, conversationId, assembled.manifest, plan.candidates, query, now, nowIso);
+    const waiting = meaning.vector ? await d.semantic.unembedded(conversationId, await d.store.turnCount(conversationId)) : 0;
+    if (waiting > 0) notes.push(`${waiting} stored turn(s) not embedded yet (background queue): found by tags and BM25 only until then.`);
+    const head = (await d.branching.tree.head(conversationId)).node?.id ?? null;
+    const ctx = await reattach(d.store, { ...assembled, matchedTags: query.matchedTags, broad: query.intent.broad, temporal: query.intent.temporal, head }, how.attachments, how.rule, tok);
+    // Stored attachments are sent with their bytes.
+    const search = searched ? { search: d.search!.placed(searched, assembled.manifest, assembled.dropped, webBudget) } : {};
+    return { ...ctx, messages: await withBytes(ctx.messages, d.attachments), ...(notes.length > 0 ? { notes } : {}), ...search };
+  }
+}
+
+/**
+ * The request's search step: its text parts only (an attachment's file name is not the user's question), and the
+ * request's own private history messages kept out of the query like private turns.
+ */
+function startSearch(d: InboundDeps, search: Search, conversationId: string, message: ChatMessage, history: unknown[] | undefined, requested: boolean | undefined, failed: AbortSignal): Promise<Searched> {
+  const privateHistory = (history ?? []).flatMap((h) => {
+    const m = h as Partial<ChatMessage> | null;
+    return m && typeof m === 'object' && m.private === true && m.content !== undefined ? [contentText(m.content ?? null)] : [];
+  });
+  const text = typeof message.content === 'string' ? message.content : (message.content ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
+  return search.forMessage({ conversationId, text, isPrivate: message.private === true, requested }, lookupOf(d.store, conversationId, privateHistory), failed);
 }
 
 /** The messages after the new one (a tool loop's round), checked as messages. */

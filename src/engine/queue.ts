@@ -20,6 +20,8 @@ export interface EngineQueue {
   on<T>(read: () => string, fn: (conversationId: string) => Promise<T>): Promise<T>;
   /** Refuses every later call; false when it was shut already. */
   shut(): boolean;
+  /** Resolves at once while open (ENGINE_CLOSED once shut), taking no slot: for calls that read no storage. */
+  check(): Promise<void>;
 }
 
 export function createEngineQueue(mode: SchedulerMode): EngineQueue {
@@ -41,6 +43,7 @@ export function createEngineQueue(mode: SchedulerMode): EngineQueue {
       }
       return scheduler.run(conversationId, () => fn(conversationId));
     },
+    check: () => (closed ? refused() : Promise.resolve()),
     shut() {
       if (closed) return false;
       closed = true;

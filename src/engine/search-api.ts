@@ -5,6 +5,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import type { Tokenizer } from '../contracts/types.js';
 import { describe, validateConversationId } from '../common/messages.js';
+import { WORD, ftsStem } from '../text/fts-words.js';
 import type { MemoryLookup } from '../search/query.js';
 import { type Search, searchOff } from '../search/search.js';
 import type { TurnStore } from '../store/turn-store.js';
@@ -13,12 +14,31 @@ import { checkObject } from './support.js';
 const MODULE = 'search';
 const MAX_QUERY_CHARS = 4096;
 
-/** What memory knows of one conversation, read directly (the caller holds the conversation's slot). */
-export function lookupOf(store: TurnStore, conversationId: string): MemoryLookup {
+// Characters of private text read to find a private run inside a longer one (scripts without spaces).
+const PRIVATE_TEXT_CHARS = 1_000_000;
+
+/**
+ * What memory knows of one conversation, read directly (the caller holds the conversation's slot). `privateHistory`:
+ * the text of the request's own private history messages, which are not stored but are private all the same.
+ */
+export function lookupOf(store: TurnStore, conversationId: string, privateHistory: readonly string[] = []): MemoryLookup {
+  const historyStems = new Set(privateHistory.flatMap((t) => (t.toLowerCase().match(WORD) ?? []).map((w) => ftsStem(w) ?? w)));
+  let privateText: Promise<string> | undefined;
   return {
     known: (words) => store.wordsIn(conversationId, words, false),
-    privateWords: (words) => store.wordsIn(conversationId, words, true),
+    async privateWords(words) {
+      const found = await store.wordsIn(conversationId, words, true);
+      for (const w of words) if ((w.match(WORD) ?? []).some((p) => historyStems.has(ftsStem(p) ?? p))) found.add(w);
+      return found;
+    },
     speakers: () => store.speakers(conversationId),
+    mentions: (word, limit) => store.textsWith(conversationId, word, limit),
+    async privateOverlap(run) {
+      privateText ??= store.privateText(conversationId, PRIVATE_TEXT_CHARS).then((t) => `${t}\n${privateHistory.join('\n')}`);
+      const text = await privateText;
+      const chars = [...run];
+      return chars.some((_, i) => i + 2 <= chars.length && text.includes(chars.slice(i, i + 2).join('')));
+    },
   };
 }
 
@@ -29,15 +49,18 @@ function keyedLookup(store: TurnStore, conversationId: string, atomic: Atomic): 
     known: (words) => atomic(() => direct.known(words)),
     privateWords: (words) => atomic(() => direct.privateWords(words)),
     speakers: () => atomic(() => direct.speakers()),
+    mentions: (word, limit) => atomic(() => direct.mentions(word, limit)),
+    privateOverlap: (run) => atomic(() => direct.privateOverlap(run)),
   };
 }
 
 /** Without a conversation: nothing is known, nothing private, no speakers. */
-const NO_LOOKUP: MemoryLookup = { known: async () => new Set(), privateWords: async () => new Set(), speakers: async () => [] };
+const NO_LOOKUP: MemoryLookup = { known: async () => new Set(), privateWords: async () => new Set(), speakers: async () => [], mentions: async () => [], privateOverlap: async () => false };
 
-export function searchApi(d: { search: Search | null; store: TurnStore; keyed(conversationId: string): Atomic; serial<T>(fn: () => Promise<T>): Promise<T>; tokenizer: () => Promise<Tokenizer>; maxResults: number }): Pick<Memory, 'stats' | 'webSearch'> {
+export function searchApi(d: { search: Search | null; store: TurnStore; keyed(conversationId: string): Atomic; check(): Promise<void>; tokenizer: () => Promise<Tokenizer>; maxResults: number }): Pick<Memory, 'stats' | 'webSearch'> {
   return {
-    stats: () => d.serial(async () => ({ search: d.search ? d.search.stats() : searchOff() })),
+    // Counters only: no slot, so a conversation's slow search holds nobody's figures up.
+    stats: async () => { await d.check(); return { search: d.search ? d.search.stats() : searchOff() }; },
 
     async webSearch(input) {
       const args = checkObject(input, 'webSearch');
@@ -49,8 +72,8 @@ export function searchApi(d: { search: Search | null; store: TurnStore; keyed(co
         throw new PagewiseError('INVALID_ARGUMENT', MODULE, `maxResults must be an integer from 1 to 10 (got ${describe(maxResults)}).`, { path: 'maxResults' });
       }
       const conversationId = args.conversationId === undefined ? undefined : validateConversationId(args.conversationId);
-      // Refused once closed, like every call (and after the calls before it).
-      await d.serial(async () => undefined);
+      // Refused once closed, like every call; it waits for no other call (its reads take the conversation's slot one by one).
+      await d.check();
       if (!d.search) {
         throw new PagewiseError('INVALID_OPTIONS', MODULE, 'webSearch needs the search option: createMemory({ search: { providers: [searxng({ url: "https://searx.example.org" })] } }) (the CLI: --search).');
       }

@@ -3,7 +3,7 @@ import type { LlmProvider, SearchTriggerKind } from '../contracts/types.js';
 import { renderQuote } from '../text/render.js';
 import type { MemoryLookup } from './query.js';
 import type { ResolvedSearch } from './options.js';
-import { keywordTrigger } from './trigger.js';
+import { analyzedText, keywordTrigger } from './trigger.js';
 
 /** What decided, in words for the manifest. */
 export interface Decision {
@@ -20,7 +20,10 @@ const DECIDE_PROMPT = [
 ].join(' ');
 
 /** The LLM's yes/no (seed 004's small-model decision): a short prompt, the message quoted through the one renderer. */
-export async function llmDecides(llm: LlmProvider, text: string, conversationId: string | undefined, signal: AbortSignal): Promise<Decision> {
+export async function llmDecides(llm: LlmProvider, message: string, conversationId: string | undefined, signal: AbortSignal): Promise<Decision> {
+  // What the keyword trigger reads too: the message's end, at most 1,200 characters, one line.
+  const text = analyzedText(message);
+  if (text === '') return { search: false, by: 'none', detail: 'the message has no text to search for' };
   try {
     const reply = await llm.complete({
       messages: [{ role: 'system', content: DECIDE_PROMPT }, { role: 'user', content: renderQuote('text', text) }],

@@ -57,6 +57,8 @@ function privateV6(g: number[]): boolean {
   if ((g[0]! & 0xfe00) === 0xfc00 || (g[0]! & 0xffc0) === 0xfe80 || (g[0]! & 0xffc0) === 0xfec0 || (g[0]! & 0xff00) === 0xff00) return true;
   if (zeros(0, 5) && (g[5] === 0xffff || g[5] === 0)) return privateV4(v4Of(g[6]!, g[7]!)); // IPv4-mapped, IPv4-compatible
   if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return privateV4(v4Of(g[6]!, g[7]!)); // NAT64
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return privateV4(v4Of(g[6]!, g[7]!)); // IPv4-translated (::ffff:0:0:0/96)
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return true; // local-use NAT64 (64:ff9b:1::/48)
   if (g[0] === 0x2002) return privateV4(v4Of(g[1]!, g[2]!)); // 6to4
   return false;
 }
@@ -147,6 +149,8 @@ export async function pageText(
     throw new Error(options.signal.aborted ? 'timed out' : `broke off (${describeCause(cause)})`);
   }
   const body = decode(bytes, contentType);
+  // Reading the page is synchronous work: none once the deadline has passed.
+  if (options.signal.aborted) throw new Error('timed out');
   const page = type === 'text/plain' ? { text: paragraphs(body.split(/\n\s*\n/)) } : await htmlToText(body, final.href);
   if (page.text === '') throw new Error('no main text');
   return page;
@@ -157,7 +161,7 @@ export async function pageText(
 // ---------------------------------------------------------------------------------------------
 
 interface ReadabilityResult { title?: string | null; content?: Node | null; publishedTime?: string | null }
-type ReadabilityClass = new (doc: Document, options?: { serializer?: (node: Node) => unknown }) => { parse(): ReadabilityResult | null };
+type ReadabilityClass = new (doc: Document, options?: { serializer?: (node: Node) => unknown; maxElemsToParse?: number }) => { parse(): ReadabilityResult | null };
 interface Readers { parseHTML: (html: string) => { document: Document }; Readability: ReadabilityClass }
 
 let readers: Promise<Readers> | undefined;
@@ -246,17 +250,46 @@ function timeDate(document: Document): string | undefined {
   return value ? value.slice(0, 100) : undefined;
 }
 
+// The most elements, and the deepest nesting, of a page Readability reads.
+const MAX_ELEMENTS = 10_000;
+const MAX_DEPTH = 64;
+
+/** Whether the page is within MAX_ELEMENTS and MAX_DEPTH (walked without recursion, stopping at the first excess). */
+function readable(document: Document): boolean {
+  let elements = 0;
+  const stack: [Element, number][] = document.documentElement ? [[document.documentElement, 1]] : [];
+  while (stack.length > 0) {
+    const [el, depth] = stack.pop()!;
+    if (++elements > MAX_ELEMENTS || depth > MAX_DEPTH) return false;
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) stack.push([c, depth + 1]);
+  }
+  return true;
+}
+
 // Elements whose content is never text a reader sees: dropped before parsing (a page's inline scripts and styles are
 // often most of its bytes, and parsing is synchronous work no deadline interrupts).
 const OPAQUE = ['script', 'style', 'noscript', 'svg', 'template'];
-// HTML parsed at most, once opaque elements are gone: a main text lies in its first half megabyte.
-const MAX_PARSE = 512 * 1024;
+// HTML parsed at most, once opaque elements are gone: a main text lies in its first 256 KiB.
+const MAX_PARSE = 256 * 1024;
 
-/** The page without comments and opaque elements, at most MAX_PARSE characters; linear however the tags are nested or left open. */
+// Nesting kept at most: the HTML parser keeps its open elements in an array it shifts and unshifts, so its time grows
+// with the square of the depth (190,000 nested divs: minutes). Deeper tags are dropped, their text kept.
+const MAX_NEST = 96;
+// Elements that never nest (void) or whose end tag may be left out: not counted as depth.
+const FLAT = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr',
+  'p', 'li', 'dt', 'dd', 'tr', 'td', 'th', 'option', 'optgroup', 'tbody', 'thead', 'tfoot', 'colgroup', 'rt', 'rp']);
+const TAG_NAME = /^<(\/?)([a-z][a-z0-9-]*)/;
+
+/**
+ * The page without comments and opaque elements, nested at most MAX_NEST deep, at most MAX_PARSE characters; linear
+ * however the tags are nested or left open.
+ */
 export function leanHtml(html: string): string {
   const lower = html.toLowerCase();
   let out = '';
   let at = 0;
+  let depth = 0;
+  let dropped = 0;
   while (at < html.length && out.length < MAX_PARSE) {
     const open = lower.indexOf('<', at);
     if (open < 0) { out += html.slice(at); break; }
@@ -271,6 +304,14 @@ export function leanHtml(html: string): string {
         const close = lower.indexOf(`</${name}`, open);
         const gt = close < 0 ? -1 : lower.indexOf('>', close);
         end = gt < 0 ? html.length : gt + 1;
+      } else {
+        const tag = TAG_NAME.exec(lower.slice(open, open + 40));
+        const gt = tag ? lower.indexOf('>', open) : -1;
+        if (tag && gt >= 0 && !FLAT.has(tag[2]!) && lower[gt - 1] !== '/') {
+          if (tag[1] === '') {
+            if (depth >= MAX_NEST) { dropped++; end = gt + 1; out += ' '; } else depth++;
+          } else if (dropped > 0) { dropped--; end = gt + 1; out += ' '; } else depth = Math.max(0, depth - 1);
+        }
       }
     }
     if (end < 0) { out += '<'; at = open + 1; } else at = end;
@@ -295,10 +336,14 @@ export async function htmlToText(page: string, url: string): Promise<{ text: str
   const pageTitle = document.title;
   strip(document, false);
   let article: ReadabilityResult | null = null;
-  try {
-    article = new Readability(document, { serializer: (node: Node) => node }).parse();
-  } catch {
-    article = null; // a page Readability cannot read: its body's text below
+  // Readability's time grows steeply with nesting (700 nested divs, 7.7 KiB: ten seconds no deadline interrupts): a
+  // page deeper or larger than any article needs is read by its body's text instead.
+  if (readable(document)) {
+    try {
+      article = new Readability(document, { serializer: (node: Node) => node, maxElemsToParse: MAX_ELEMENTS }).parse();
+    } catch {
+      article = null; // a page Readability cannot read: its body's text below
+    }
   }
   let text = article?.content ? blockText(article.content) : '';
   if (text === '') {

@@ -70,7 +70,8 @@ export function describeCause(cause: unknown): string {
   const error = cause as { message?: unknown; cause?: { code?: unknown; message?: unknown } } | undefined;
   const message = typeof error?.message === 'string' ? error.message : String(cause);
   const inner = error?.cause?.code ?? error?.cause?.message;
-  return `${message}${typeof inner === 'string' && inner !== message ? `: ${inner}` : ''}`.slice(0, 160);
+  // Cut by whoever shows it, after secrets are taken out (a key cut in half would no longer be found).
+  return `${message}${typeof inner === 'string' && inner !== message ? `: ${inner}` : ''}`.slice(0, 4000);
 }
 
 /** How a provider reads an HTTP status that is not 2xx. */
@@ -92,7 +93,7 @@ const cancel = (res: Response): void => { res.body?.cancel().catch(() => undefin
 
 /** One request and its JSON reply; every way it can fail is a SearchFailure. Redirects are never followed. */
 async function askJson(ask: Ask): Promise<unknown> {
-  const fail = (outcome: SearchFailureOutcome, message: string): SearchFailure => new SearchFailure(outcome, redact(message, ask.secrets));
+  const fail = (outcome: SearchFailureOutcome, message: string): SearchFailure => new SearchFailure(outcome, redact(message, ask.secrets).slice(0, 200));
   const broken = (cause: unknown): SearchFailure => ask.signal.aborted
     ? fail('timeout', 'no answer before the deadline')
     : fail('error', `could not be reached (${describeCause(cause)})`);

@@ -266,7 +266,7 @@ async function askOne(provider: SearchProvider, request: SearchRequest): Promise
     const results = checkedResults(answer);
     return { report: { name: provider.name, outcome: results.length > 0 ? 'ok' : 'empty', results: results.length, ms: ms() }, results };
   } catch (cause) {
-    if (request.signal.aborted) return failed('timeout', 'no answer before the deadline');
+    if (request.signal.aborted) return failed('timeout', abortedWhy(request.signal));
     if (cause instanceof SearchFailure) return failed(cause.outcome, oneLine(cause.message));
     const message = cause instanceof Error ? cause.message : String(cause);
     return failed('error', oneLine(message) || 'failed');
@@ -274,6 +274,9 @@ async function askOne(provider: SearchProvider, request: SearchRequest): Promise
     stop.done();
   }
 }
+
+/** Why the request's signal aborted: the search's own reason (its deadline, the memory closing), else the deadline. */
+const abortedWhy = (signal: AbortSignal): string => (signal.reason instanceof Error && signal.reason.name === 'Error' && signal.reason.message ? oneLine(signal.reason.message) : 'no answer before the deadline');
 
 /** A provider's own error message as one short line: it is data, shown in reports and logs. */
 const oneLine = (message: string) => message.replace(/\s+/g, ' ').trim().slice(0, 200);

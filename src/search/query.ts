@@ -17,7 +17,19 @@ export interface MemoryLookup {
   privateWords(words: readonly string[]): Promise<Set<string>>;
   /** The conversation's speakers' names (turn `name` fields), as written. */
   speakers(): Promise<string[]>;
+  /** Texts of (at most `limit`) stored non-private turns holding the word: how the conversation used a name before. */
+  mentions(word: string, limit: number): Promise<string[]>;
+  /**
+   * Whether two or more characters in a row of `run` (a run of a script written without spaces: Chinese, Japanese,
+   * Thai…) occur in the conversation's private turns, where the full-text index cannot find a word inside a run.
+   */
+  privateOverlap(run: string): Promise<boolean>;
 }
+
+// Scripts written without spaces between words: a private name sits inside a longer run.
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+// Capitalized words of a query checked against how the conversation used them before, at most.
+const NAME_CHECKS = 6;
 
 /** The `anonymize` option with its defaults: which kinds are taken out, the caller's own names, the words kept. */
 export interface ResolvedAnonymize {
@@ -268,6 +280,23 @@ async function peopleIn(s: string): Promise<{ maybe: Set<string>; sure: Set<stri
   return { maybe, sure };
 }
 
+/**
+ * Capitalized words the conversation has used before as a person's name ("my colleague Bartholomew Quigley", then
+ * "the latest book by Quigley"): each is looked up in the stored turns that hold it, read as there.
+ */
+async function knownPeople(open: Token[], lookup: MemoryLookup, count: () => void): Promise<void> {
+  const names = [...new Set(open.filter((t) => capitalized(t.text) && !plain(bare(t)) && /\p{L}/u.test(bare(t))).map(bare))];
+  const known = names.length > 0 ? await lookup.known(names) : new Set<string>();
+  for (const name of [...known].slice(0, NAME_CHECKS)) {
+    let person = false;
+    for (const text of await lookup.mentions(name, 5)) {
+      const p = await peopleIn(text);
+      if (p.sure.has(name) || p.maybe.has(name)) { person = true; break; }
+    }
+    if (person) for (const t of open) if (!t.out && bare(t) === name) { t.out = true; count(); }
+  }
+}
+
 /** Word parts of a token the full-text index sees ("Node.js" → node, js), lower-case; single characters say nothing. */
 const partsOf = (text: string) => (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length > 1);
 const parts = (t: Token) => partsOf(t.lower);
@@ -334,6 +363,7 @@ export async function buildQuery(text: string, lookup: MemoryLookup, anonymize: 
     dropPhrases(open(), namePhrases(speakers), () => count('person'));
     const known = people.maybe.size > 0 ? await lookup.known([...people.maybe]) : new Set<string>();
     for (const t of open()) if (people.sure.has(bare(t)) || (people.maybe.has(bare(t)) && known.has(bare(t)))) { t.out = true; count('person'); }
+    await knownPeople(open(), lookup, () => count('person'));
   }
   dropPhrases(ts, FILLER_PHRASES);
   for (const t of ts) if (FILLER_WORDS.has(t.lower)) t.out = true;
@@ -341,6 +371,7 @@ export async function buildQuery(text: string, lookup: MemoryLookup, anonymize: 
   const asked = [...new Set(left.flatMap(parts).filter((w) => !plain(w)))];
   const secret = asked.length > 0 ? await lookup.privateWords(asked) : new Set<string>();
   for (const t of left) if (parts(t).some((w) => secret.has(w))) { t.out = true; count('private'); }
+  for (const t of left) if (!t.out && UNSPACED.test(t.text) && await lookup.privateOverlap(t.text)) { t.out = true; count('private'); }
   const words = ts.filter((t) => !t.out).flatMap((t) => neutralized(t.text));
   const year = new Date().getUTCFullYear();
   const meaningful = words.some((w) => partsOf(w).some((p) => !plain(p) && !(/^20\d\d$/.test(p) && Number(p) >= year)));

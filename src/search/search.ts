@@ -22,7 +22,7 @@ export interface Searched {
 
 export interface Search {
   /** The search step of one request. Never rejects. */
-  forMessage(c: { conversationId: string; text: string; isPrivate: boolean; requested: boolean | undefined }, lookup: MemoryLookup): Promise<Searched>;
+  forMessage(c: { conversationId: string; text: string; isPrivate: boolean; requested: boolean | undefined }, lookup: MemoryLookup, failed?: AbortSignal): Promise<Searched>;
   /** After assembly: the report with what was placed (and its tokens), counted in the statistics. */
   placed(searched: Searched, manifest: readonly ManifestEntry[], dropped: readonly DroppedEntry[], budget: number): SearchReport;
   /** A search asked for directly (`memory.webSearch`): the query anonymized, the results cut to `perResult` tokens each. */
@@ -36,20 +36,40 @@ const MAX_TEXT = 40_000;
 const DIRECT_TOKENS = 600;
 const CACHED_QUERIES = 256;
 
+/** An error's message as one short line (a report is read as text). */
+const oneLine = (message: string) => message.replace(/\s+/g, ' ').trim().slice(0, 160);
+
 interface Fetched {
   results: (SearchResult & { provider: string })[];
   providers: SearchProviderReport[];
   texts: { text: string; source: SearchResultReport['text']; pageError?: string }[];
 }
 
-/** A deadline: aborted after `ms`, or when `outer` aborts (the memory closing). */
-function deadline(ms: number, outer: AbortSignal): { signal: AbortSignal; done: () => void } {
+/**
+ * One deadline for a search step — the decision, the query, the providers and the pages together: aborted after `ms`,
+ * when the memory closes, or when the request it serves fails (`also`). Its reason says which.
+ */
+function deadline(ms: number, closing: AbortSignal, also?: AbortSignal): { signal: AbortSignal; done: () => void } {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`timed out after ${ms} ms`)), ms);
-  const onOuter = () => controller.abort(outer.reason);
-  if (outer.aborted) onOuter();
-  else outer.addEventListener('abort', onOuter, { once: true });
-  return { signal: controller.signal, done: () => { clearTimeout(timer); outer.removeEventListener('abort', onOuter); } };
+  const outers: [AbortSignal, string][] = [[closing, 'the memory was closing'], ...(also ? [[also, 'the request failed'] as [AbortSignal, string]] : [])];
+  const listeners = outers.map(([signal, why]) => {
+    const on = () => controller.abort(new Error(why));
+    if (signal.aborted) on();
+    else signal.addEventListener('abort', on, { once: true });
+    return () => signal.removeEventListener('abort', on);
+  });
+  return { signal: controller.signal, done: () => { clearTimeout(timer); listeners.forEach((off) => off()); } };
+}
+
+/** Waits for `promise`, or rejects as soon as `signal` aborts (an app's LLM or provider that ignores its signal). */
+function within<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) { onAbort(); return; }
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then((v) => { signal.removeEventListener('abort', onAbort); resolve(v); }, (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e); });
+  });
 }
 
 /** The report and items of a search that went out (or came from the cache). */
@@ -107,40 +127,38 @@ export function createSearch(options: ResolvedSearch, llm: LlmProvider | undefin
    * conversation's own: on a memory that serves several people (the proxy) a cached answer must not tell one of them
    * what another asked.
    */
-  async function answer(scope: string, query: string, maxResults: number): Promise<{ fetched: Fetched; cached: boolean }> {
+  async function answer(scope: string, query: string, maxResults: number, signal: AbortSignal): Promise<{ fetched: Fetched; cached: boolean }> {
     const key = JSON.stringify([scope, maxResults, query]);
     const hit = cache.get(key);
     if (hit && options.cacheMs > 0 && Date.now() - hit.at < options.cacheMs) return { fetched: hit.fetched, cached: true };
-    const d = deadline(options.timeoutMs, closing);
-    try {
-      const fetched = await fetchAll(query, maxResults, d.signal);
-      if (options.cacheMs > 0 && fetched.providers.some((p) => p.outcome === 'ok' || p.outcome === 'empty')) cache.set(key, { at: Date.now(), fetched });
-      return { fetched, cached: false };
-    } finally {
-      d.done();
-    }
+    const fetched = await fetchAll(query, maxResults, signal);
+    if (options.cacheMs > 0 && fetched.providers.some((p) => p.outcome === 'ok' || p.outcome === 'empty')) cache.set(key, { at: Date.now(), fetched });
+    return { fetched, cached: false };
   }
 
   return {
-    async forMessage(c, lookup) {
+    async forMessage(c, lookup, failed) {
       const started = Date.now();
-      const d = deadline(options.timeoutMs, closing);
-      let decision: Decision;
+      const d = deadline(options.timeoutMs, closing, failed);
+      const why = (error: unknown) => oneLine(String((error as Error)?.message ?? error));
       try {
-        decision = await decide(options, llm, c, lookup, d.signal);
-      } catch (error) {
-        decision = { search: false, by: 'none', detail: `the trigger failed (${String((error as Error)?.message ?? error).slice(0, 160)})` };
+        let decision: Decision;
+        try {
+          decision = await within(decide(options, llm, c, lookup, d.signal), d.signal);
+        } catch (error) {
+          decision = { search: false, by: 'none', detail: `the decision failed (${why(error)})` };
+        }
+        if (!decision.search) return skipped(decision, started);
+        try {
+          const { query, removed } = await within(buildQuery(c.text, lookup, options.anonymize), d.signal);
+          if (query === '') return skipped({ ...decision, detail: `${decision.detail}, but nothing was left to search for once private and personal words were taken out` }, started, Object.keys(removed).length > 0 ? { removed } : {});
+          return searched(decision, query, removed, started, await answer(c.conversationId, query, options.maxResults, d.signal));
+        } catch (error) {
+          const r = skipped({ ...decision, detail: `${decision.detail}; the search failed (${why(error)})` }, started);
+          return { ...r, report: { ...r.report, outcome: 'failed', reason: `${r.report.trigger.detail}: answered from memory` } };
+        }
       } finally {
         d.done();
-      }
-      if (!decision.search) return skipped(decision, started);
-      try {
-        const { query, removed } = await buildQuery(c.text, lookup, options.anonymize);
-        if (query === '') return skipped({ ...decision, detail: `${decision.detail}, but nothing was left to search for once private and personal words were taken out` }, started, Object.keys(removed).length > 0 ? { removed } : {});
-        return searched(decision, query, removed, started, await answer(c.conversationId, query, options.maxResults));
-      } catch (error) {
-        const r = skipped({ ...decision, detail: `${decision.detail}; the search failed (${String((error as Error)?.message ?? error).slice(0, 160)})` }, started);
-        return { ...r, report: { ...r.report, outcome: 'failed', reason: `${r.report.trigger.detail}: answered from memory` } };
       }
     },
 
@@ -169,8 +187,14 @@ export function createSearch(options: ResolvedSearch, llm: LlmProvider | undefin
       const started = Date.now();
       const decision: Decision = { search: true, by: 'request', detail: 'asked for directly (webSearch)' };
       const { query, removed } = await buildQuery(text, lookup, options.anonymize);
-      const s = query === '' ? skipped({ ...decision, search: false, detail: 'nothing was left to search for once private and personal words were taken out' }, started, Object.keys(removed).length > 0 ? { removed } : {})
-        : searched(decision, query, removed, started, await answer(scope, query, maxResults));
+      const d = deadline(options.timeoutMs, closing);
+      let s: Searched;
+      try {
+        s = query === '' ? skipped({ ...decision, search: false, detail: 'nothing was left to search for once private and personal words were taken out' }, started, Object.keys(removed).length > 0 ? { removed } : {})
+          : searched(decision, query, removed, started, await answer(scope, query, maxResults, d.signal));
+      } finally {
+        d.done();
+      }
       const focus = stemsOf(text);
       const results = s.items.map((it) => ({ ...it, text: quote(it.text, focus, DIRECT_TOKENS, tokenizer).text }));
       const blocks = results.map(renderWebResult);

@@ -19,7 +19,7 @@ export interface AppendAt {
 export { NEXT_ORD, NEXT_ROWID } from './order.js';
 export { turnRowBytes, turnRowError } from './turn-rows.js';
 import { turnRowError } from './turn-rows.js';
-import { ftsMatch } from '../text/fts-words.js';
+import { turnWords } from './turn-words.js';
 
 // The IN-list helpers lived here first: other stores import them from this module.
 export { IN_CHUNK, chunks, inChunks, placeholders } from './in-lists.js';
@@ -246,23 +246,6 @@ function createTurnIndex(driver: StorageDriver, per: number) {
       return rows.map(toRecord);
     },
 
-    /**
-     * Which of `words` occur (as the index stems them) in the conversation's turns — every branch — that are private
-     * (`private: true`) or not: what a web query must leave out, or what memory already knows.
-     */
-    async wordsIn(conversationId: string, words: readonly string[], privateTurns: boolean): Promise<Set<string>> {
-      const found = new Set<string>();
-      for (const word of words) {
-        const match = ftsMatch([word]);
-        if (!match) continue;
-        const rows = await driver.query<{ n: number }>(
-          `SELECT 1 AS n FROM turns_fts JOIN turns t ON t.rowid = turns_fts.rowid WHERE turns_fts MATCH ? AND t.conversation_id = ? AND t.private = ? LIMIT 1`,
-          [match, conversationId, privateTurns ? 1 : 0]);
-        if (rows.length > 0) found.add(word);
-      }
-      return found;
-    },
-
     /** How many turns (of every conversation) hold each index token; absent: none. */
     async tokenDocs(tokens: readonly string[]): Promise<Map<string, number>> {
       const out = new Map<string, number>();
@@ -352,6 +335,7 @@ export function createTurnStore(driver: StorageDriver) {
     ...createConversations(driver, facts),
     ...createTurnReads(driver, per),
     ...createTurnIndex(driver, per),
+    ...turnWords(driver),
     ...createTurnWriter(driver, limits, facts),
 
     /** The limits the statements are sized to (the driver's, see limitsOf). */

@@ -4,10 +4,10 @@
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
 //          --only=ranking (leave-one-set-out; see tests/bench/ranking.ts)  --only=release --against=PATH (hook latency vs a release)
-//          --only=search (web search: the trigger on real chat, its cost, the search step; add --trigger-only for the first part)
 //          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
 //          --only=encryption (plain vs encrypted fileStorage: chat replay, opens, rekey, export; ~8 min; see tests/bench/encryption.ts)
-//          --only=search (web search: trigger rate on real chat, cost per request, the search step, page reading; minutes; see tests/bench/search.ts)
+//          --only=search (web search: trigger rate on real chat, cost per request, the search step, page reading; minutes;
+//          --trigger-only: the trigger rate alone; see tests/bench/search.ts)
 //          --hint=off  --tagger=keyword|embedding  --split=tune|report|holdout (see below)  --repeat=N (spread over N runs)
 //          recall sets: locomo, realtalk, adversarial, longmemeval — each against BM25, vector and hybrid at equal tokens
 //          --compaction=off  --embed=off|cached (default: the shipped all-MiniLM-L6-v2, live; `cached` keeps stored

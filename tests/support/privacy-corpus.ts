@@ -135,6 +135,11 @@ export function corpusLookup(turns: readonly CorpusTurn[] = TURNS): MemoryLookup
     async known(words) { calls.known.push([...words]); return new Set(words.filter((w) => has(open, w))); },
     async privateWords(words) { calls.privateWords.push([...words]); return new Set(words.filter((w) => has(closed, w))); },
     async speakers() { return [...new Set(turns.map((t) => t.name).filter((n): n is string => !!n))]; },
+    async mentions(word, limit) { return turns.filter((t) => !t.private && has(stems(t.content), word)).map((t) => t.content).slice(0, limit); },
+    async privateOverlap(run) {
+      const text = turns.filter((t) => t.private).map((t) => t.content).join('\n');
+      return [...run].some((_, i) => i + 2 <= run.length && text.includes(run.slice(i, i + 2)));
+    },
   };
 }
 

@@ -298,3 +298,71 @@ describe('placing and cleaning', () => {
     expect(leanHtml(`<p>kept</p>${'<script>'.repeat(100_000)}`)).toBe('<p>kept</p>');
   });
 });
+
+describe('what the review found', () => {
+  it('a surname the conversation introduced as a person stays out of the query', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    await memory.onTurnComplete({ conversationId: 'q', messages: [user('My colleague Bartholomew Quigley keeps sending me articles.'), assistant('Noted.')] });
+    const ctx = await memory.onMessageInbound({ conversationId: 'q', message: user('What is the latest book by Quigley?') });
+    expect(ctx.search?.query).toBeDefined();
+    expect(ctx.search!.query!).not.toMatch(/quigley/i);
+    expect(ctx.search?.removed?.person).toBe(1);
+  });
+
+  it('an attachment\'s file name is not the question: only text parts make the query', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    const ctx = await memory.onMessageInbound({ conversationId: 'a', message: { role: 'user', content: [
+      { type: 'file', data: Buffer.from('%PDF-1.4 x').toString('base64'), mediaType: 'application/pdf', name: 'HIV-test-result-Dana-Whitfield.pdf' },
+      { type: 'text', text: 'What is the latest guidance on this?' },
+    ] } });
+    expect(ctx.search?.query).toBeDefined();
+    expect(servers.queries.map((q) => q.query).join(' ')).not.toMatch(/HIV|Whitfield|pdf/i);
+  });
+
+  it('a private word inside a run of Chinese (no spaces) stays out', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    await memory.onTurnComplete({ conversationId: 'z', messages: [user('我的医生是王小明。', { private: true }), assistant('好的。')] });
+    const ctx = await memory.onMessageInbound({ conversationId: 'z', message: user('王小明医生最新消息是什么'), search: true });
+    expect(servers.queries.map((q) => q.query).join(' ')).not.toContain('王小明');
+    expect(ctx.search?.outcome).toBe('skipped');
+  });
+
+  it('a word of a private message in the request\'s own history stays out', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    const ctx = await memory.onMessageInbound({ conversationId: 'h', message: user('What is the latest news about Quibbletron?'),
+      history: [user('My secret employer is Quibbletron.', { private: true }), assistant('Understood.')] });
+    expect(servers.queries.map((q) => q.query).join(' ')).not.toMatch(/quibbletron/i);
+    expect(ctx.search?.removed?.private).toBe(1);
+  });
+
+  it('a page nested 100,000 deep is read in linear time (the parser\'s cost grows with the square of the depth)', async () => {
+    const { htmlToText } = await import('../../../src/search/pages.js');
+    const n = 100_000;
+    const page = await htmlToText(`<html><body>${'<div>'.repeat(n)}deep inside${'</div>'.repeat(n)}<p>After the nesting.</p></body></html>`, 'https://x.example');
+    expect(page.text).toContain('deep inside');
+  });
+
+  it('stats() and another conversation do not wait behind a hanging search', async () => {
+    const memory = await memoryWith({ timeoutMs: 120_000 });
+    servers.mode.searxng = 'hang';
+    const order: string[] = [];
+    const hanging = memory.onMessageInbound({ conversationId: 'slow', message: user(TRIGGERED) }).then(() => order.push('slow'));
+    await servers.received('searxng');
+    await memory.stats();
+    order.push('stats');
+    await memory.onMessageInbound({ conversationId: 'other', message: user('Thanks, that helps.') });
+    order.push('other');
+    expect(order).toEqual(['stats', 'other']);
+    await memory.close();
+    await hanging;
+    expect(order).toEqual(['stats', 'other', 'slow']);
+  });
+
+  it('an app\'s LLM that ignores its abort signal does not hold the request past timeoutMs', async () => {
+    const never = { name: 'mine', model: 'm', complete: () => new Promise<never>(() => undefined) };
+    const memory = await memoryWith({ trigger: 'llm', timeoutMs: 300 }, { llm: never, tagger: 'keyword', summarizer: 'extractive' });
+    const ctx = await memory.onMessageInbound({ conversationId: 'l', message: user('Is the sky blue?') });
+    expect(ctx.search?.outcome).toBe('skipped');
+    expect(ctx.search?.reason).toMatch(/timed out after 300 ms/);
+  });
+});
