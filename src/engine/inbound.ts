@@ -11,7 +11,7 @@ import { checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { type HistoryView, callerHistory, itemFor, storedHistory } from './history.js';
 import type { Memory } from '../contracts/memory.js';
-import { contentHash, contentText, describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
+import { contentHash, describe, messageText, parseNow, readArray, validateConversationId, validateMessage } from '../common/messages.js';
 import type { ResolvedOptions } from './options.js';
 import { sampleBroad } from '../retrieval/broad.js';
 import { type QueryAnalysis, analyzeQuery } from '../retrieval/query.js';
@@ -81,7 +81,7 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
   // The search step (its network wait) runs while the question is understood and the history read; it stops when the
   // request fails.
   const failed = new AbortController();
-  const searching: Promise<Searched> | null = d.search ? startSearch(d, d.search, conversationId, message, history, how.search, failed.signal) : null;
+  const searching: Promise<Searched> | null = d.search ? startSearch(d, d.search, conversationId, message, [...(history ?? []), ...after], how.search, failed.signal) : null;
   try {
     return await assembleRequest(message);
   } catch (error) {
@@ -148,15 +148,28 @@ async function inbound(d: InboundDeps, conversationId: string, args: Record<stri
 
 /**
  * The request's search step: its text parts only (an attachment's file name is not the user's question), and the
- * request's own private history messages kept out of the query like private turns.
+ * request's own private messages (its history's and those after it: text, attachment names, tool calls) kept out of
+ * the query like private turns.
  */
-function startSearch(d: InboundDeps, search: Search, conversationId: string, message: ChatMessage, history: unknown[] | undefined, requested: boolean | undefined, failed: AbortSignal): Promise<Searched> {
-  const privateHistory = (history ?? []).flatMap((h) => {
-    const m = h as Partial<ChatMessage> | null;
-    return m && typeof m === 'object' && m.private === true && m.content !== undefined ? [contentText(m.content ?? null)] : [];
-  });
+function startSearch(d: InboundDeps, search: Search, conversationId: string, message: ChatMessage, around: unknown[], requested: boolean | undefined, failed: AbortSignal): Promise<Searched> | null {
+  let privateHistory: string[];
+  try {
+    privateHistory = around.flatMap((h) => (h !== null && typeof h === 'object' && (h as ChatMessage).private === true ? [wordsOf(h as ChatMessage)] : []));
+  } catch {
+    // A history this malformed fails its validation below: nothing is searched for a request that cannot stand.
+    return null;
+  }
   const text = typeof message.content === 'string' ? message.content : (message.content ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n');
   return search.forMessage({ conversationId, text, isPrivate: message.private === true, requested }, lookupOf(d.store, conversationId, privateHistory), failed);
+}
+
+/** Every word of a caller's message, read defensively (it is not validated yet): its text parts and its tool calls. */
+function wordsOf(m: ChatMessage): string {
+  const content = m.content as unknown;
+  // Text parts, and what an attachment says of itself: its file name and caption.
+  const parts = typeof content === 'string' ? [content] : Array.isArray(content) ? content.flatMap((p: { text?: unknown; name?: unknown; caption?: unknown } | null) => (p ? [p.text, p.name, p.caption].filter((x): x is string => typeof x === 'string') : [])) : [];
+  const calls = Array.isArray(m.toolCalls) ? m.toolCalls.flatMap((c: { function?: { name?: unknown; arguments?: unknown } }) => [c?.function?.name, c?.function?.arguments].filter((x): x is string => typeof x === 'string')) : [];
+  return [...parts, ...calls].join('\n');
 }
 
 /** The messages after the new one (a tool loop's round), checked as messages. */

@@ -5,7 +5,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import type { Tokenizer } from '../contracts/types.js';
 import { describe, validateConversationId } from '../common/messages.js';
-import { WORD, ftsStem } from '../text/fts-words.js';
+import { ftsStem } from '../text/fts-words.js';
 import type { MemoryLookup } from '../search/query.js';
 import { type Search, searchOff } from '../search/search.js';
 import type { TurnStore } from '../store/turn-store.js';
@@ -22,13 +22,15 @@ const PRIVATE_TEXT_CHARS = 1_000_000;
  * the text of the request's own private history messages, which are not stored but are private all the same.
  */
 export function lookupOf(store: TurnStore, conversationId: string, privateHistory: readonly string[] = []): MemoryLookup {
-  const historyStems = new Set(privateHistory.flatMap((t) => (t.toLowerCase().match(WORD) ?? []).map((w) => ftsStem(w) ?? w)));
+  // Split as the full-text index splits (letters and digits), so "Quibbletron's" and "Dubois-Martin" give their words.
+  const stemsOf = (text: string) => (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => ftsStem(w) ?? w);
+  const historyStems = new Set(privateHistory.flatMap(stemsOf));
   let privateText: Promise<string> | undefined;
   return {
     known: (words) => store.wordsIn(conversationId, words, false),
     async privateWords(words) {
       const found = await store.wordsIn(conversationId, words, true);
-      for (const w of words) if ((w.match(WORD) ?? []).some((p) => historyStems.has(ftsStem(p) ?? p))) found.add(w);
+      for (const w of words) if (stemsOf(w).some((p) => historyStems.has(p))) found.add(w);
       return found;
     },
     speakers: () => store.speakers(conversationId),

@@ -280,9 +280,40 @@ const FLAT = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input'
   'p', 'li', 'dt', 'dd', 'tr', 'td', 'th', 'option', 'optgroup', 'tbody', 'thead', 'tfoot', 'colgroup', 'rt', 'rp']);
 const TAG_NAME = /^<(\/?)([a-z][a-z0-9-]*)/;
 
+// Elements whose content is text, whatever it holds (`<title>a <script> tag</title>`): copied to their closing tag.
+const RAW_TEXT = ['title', 'textarea', 'xmp'];
+
+/** Where the tag opened at `open` ends (just after its `>`), reading quoted attribute values whole; the end when never. */
+function tagEnd(lower: string, open: number): number {
+  let quote = '';
+  for (let i = open + 1; i < lower.length; i++) {
+    const c = lower[i]!;
+    if (quote) { if (c === quote) quote = ''; continue; }
+    if (c === '>') return i + 1;
+    if ((c === '"' || c === "'") && /=\s*$/.test(lower.slice(Math.max(open, i - 8), i))) quote = c;
+  }
+  return lower.length;
+}
+
+/** Where a comment opened at `open` ends: `<!-->` and `<!--->` end at once, others after `-->` (or at the end). */
+function commentEnd(lower: string, open: number): number {
+  if (lower.startsWith('<!-->', open)) return open + 5;
+  if (lower.startsWith('<!--->', open)) return open + 6;
+  const close = lower.indexOf('-->', open + 4);
+  return close < 0 ? lower.length : close + 3;
+}
+
+/** Just after the closing tag of `name` from `from` (its `</name` … `>`), or the end. */
+function closingEnd(lower: string, name: string, from: number): number {
+  const close = lower.indexOf(`</${name}`, from);
+  const gt = close < 0 ? -1 : lower.indexOf('>', close);
+  return gt < 0 ? lower.length : gt + 1;
+}
+
 /**
- * The page without comments and opaque elements, nested at most MAX_NEST deep, at most MAX_PARSE characters; linear
- * however the tags are nested or left open.
+ * The page without comments and opaque elements, nested at most MAX_NEST deep, at most MAX_PARSE characters. Each tag
+ * is read once, to its end (quoted values whole: a `<script` inside an attribute is not a script), so the pass is
+ * linear however tags are nested, left open or never closed.
  */
 export function leanHtml(html: string): string {
   const lower = html.toLowerCase();
@@ -294,27 +325,31 @@ export function leanHtml(html: string): string {
     const open = lower.indexOf('<', at);
     if (open < 0) { out += html.slice(at); break; }
     out += html.slice(at, open);
-    let end = -1;
-    if (lower.startsWith('<!--', open)) {
-      const close = lower.indexOf('-->', open + 4);
-      end = close < 0 ? html.length : close + 3;
-    } else {
-      const name = OPAQUE.find((n) => lower.startsWith(`<${n}`, open) && !/[a-z0-9-]/.test(lower[open + n.length + 1] ?? ''));
-      if (name) {
-        const close = lower.indexOf(`</${name}`, open);
-        const gt = close < 0 ? -1 : lower.indexOf('>', close);
-        end = gt < 0 ? html.length : gt + 1;
-      } else {
-        const tag = TAG_NAME.exec(lower.slice(open, open + 40));
-        const gt = tag ? lower.indexOf('>', open) : -1;
-        if (tag && gt >= 0 && !FLAT.has(tag[2]!) && lower[gt - 1] !== '/') {
-          if (tag[1] === '') {
-            if (depth >= MAX_NEST) { dropped++; end = gt + 1; out += ' '; } else depth++;
-          } else if (dropped > 0) { dropped--; end = gt + 1; out += ' '; } else depth = Math.max(0, depth - 1);
-        }
-      }
+    if (lower.startsWith('<!--', open)) { at = commentEnd(lower, open); continue; }
+    const tag = TAG_NAME.exec(lower.slice(open, open + 40));
+    if (!tag) { out += '<'; at = open + 1; continue; }
+    const end = tagEnd(lower, open);
+    const [, slash, name] = tag as unknown as [string, string, string];
+    if (slash === '' && OPAQUE.includes(name)) { at = closingEnd(lower, name, end); continue; }
+    if (slash === '' && RAW_TEXT.includes(name)) {
+      const close = lower.indexOf(`</${name}`, end);
+      const stop = close < 0 ? html.length : close;
+      out += html.slice(open, stop);
+      at = stop;
+      continue;
     }
-    if (end < 0) { out += '<'; at = open + 1; } else at = end;
+    if (!FLAT.has(name) && lower[end - 2] !== '/') {
+      const over = slash === '' ? depth >= MAX_NEST : dropped > 0;
+      if (over) {
+        if (slash === '') dropped++; else dropped--;
+        out += ' ';
+        at = end;
+        continue;
+      }
+      depth = slash === '' ? depth + 1 : Math.max(0, depth - 1);
+    }
+    out += html.slice(open, end);
+    at = end;
   }
   return out.slice(0, MAX_PARSE);
 }

@@ -27,9 +27,13 @@ export interface MemoryLookup {
 }
 
 // Scripts written without spaces between words: a private name sits inside a longer run.
-const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
-// Capitalized words of a query checked against how the conversation used them before, at most.
+// Hangul is spaced, but particles join the name before them (김민준에게) in one index token.
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+// Capitalized words of a query checked against how the conversation used them before, at most; characters around
+// each mention read (compromise's time grows with the text: a pasted file would cost seconds), and in all.
 const NAME_CHECKS = 6;
+const MENTION_WINDOW = 200;
+const MENTIONS_READ = 4_000;
 
 /** The `anonymize` option with its defaults: which kinds are taken out, the caller's own names, the words kept. */
 export interface ResolvedAnonymize {
@@ -287,14 +291,27 @@ async function peopleIn(s: string): Promise<{ maybe: Set<string>; sure: Set<stri
 async function knownPeople(open: Token[], lookup: MemoryLookup, count: () => void): Promise<void> {
   const names = [...new Set(open.filter((t) => capitalized(t.text) && !plain(bare(t)) && /\p{L}/u.test(bare(t))).map(bare))];
   const known = names.length > 0 ? await lookup.known(names) : new Set<string>();
+  let read = 0;
   for (const name of [...known].slice(0, NAME_CHECKS)) {
     let person = false;
     for (const text of await lookup.mentions(name, 5)) {
-      const p = await peopleIn(text);
+      if (read >= MENTIONS_READ) break;
+      const around = mentionOf(text, name);
+      read += around.length;
+      const p = await peopleIn(around);
       if (p.sure.has(name) || p.maybe.has(name)) { person = true; break; }
     }
     if (person) for (const t of open) if (!t.out && bare(t) === name) { t.out = true; count(); }
   }
+}
+
+/** The sentence-sized window of `text` around its first mention of `name` (or its start, for a stemmed match). */
+function mentionOf(text: string, name: string): string {
+  const at = text.toLowerCase().indexOf(name);
+  const from = Math.max(0, at - MENTION_WINDOW);
+  const window = text.slice(from, (at < 0 ? 0 : at) + name.length + MENTION_WINDOW);
+  // Whole words only: a cut word could read as another name.
+  return window.replace(from > 0 ? /^\S*\s/u : /^/u, '').replace(/\s\S*$/u, '');
 }
 
 /** Word parts of a token the full-text index sees ("Node.js" → node, js), lower-case; single characters say nothing. */

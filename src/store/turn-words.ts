@@ -34,7 +34,7 @@ export function turnWords(driver: StorageDriver) {
 
     /** The conversation's private turns' text, newest first, up to `maxChars` characters. */
     async privateText(conversationId: string, maxChars: number): Promise<string> {
-      const rows = await driver.query<{ text: string }>(`SELECT text FROM turns WHERE conversation_id = ? AND private = 1 ORDER BY rowid DESC LIMIT 2000`, [conversationId]);
+      const rows = await driver.query<{ text: string }>(`SELECT text FROM turns WHERE conversation_id = ? AND private = 1 ORDER BY rowid DESC LIMIT 50000`, [conversationId]);
       let out = '';
       for (const r of rows) { if (out.length >= maxChars) break; out += `${String(r.text)}\n`; }
       return out.slice(0, maxChars);

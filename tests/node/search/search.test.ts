@@ -5,7 +5,7 @@
 // from memory, the reason in the report).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { braveSearch, searxng, tavily } from '../../../src/index.js';
-import type { Memory, MemoryOptions, SearchOptions } from '../../../src/index.js';
+import type { ChatMessage, InboundInput, Memory, MemoryOptions, SearchOptions } from '../../../src/index.js';
 import { PagewiseError } from '../../../src/contracts/errors.js';
 import { PAGES, TEST_KEY, type SearchServers, startSearchServers } from '../../support/search-servers.js';
 import { PERSONAL_DATA, PRIVATE_TURNS, PRIVATE_WORDS, PUBLIC_TURNS, SEARCH_QUESTIONS, leaks } from '../../support/privacy-corpus.js';
@@ -364,5 +364,41 @@ describe('what the review found', () => {
     const ctx = await memory.onMessageInbound({ conversationId: 'l', message: user('Is the sky blue?') });
     expect(ctx.search?.outcome).toBe('skipped');
     expect(ctx.search?.reason).toMatch(/timed out after 300 ms/);
+  });
+});
+
+describe('what the second review found', () => {
+  it('private words of the request\'s own messages stay out, however written: a possessive, a hyphen, a tool call, a file name, a message after the new one', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    const priv = (m: Partial<ChatMessage>) => ({ role: 'user', content: 'ok', ...m, private: true }) as ChatMessage;
+    const cases: [string, Partial<InboundInput>][] = [
+      ['Quibbletron', { history: [priv({ content: "I work in Quibbletron's lab" }), assistant('ok')] }],
+      ['Dubois', { history: [priv({ content: 'my lawyer is Dubois-Martin' }), assistant('ok')] }],
+      ['Zanzibarco', { history: [priv({ role: 'assistant', content: null, toolCalls: [{ id: 't1', type: 'function', function: { name: 'lookup', arguments: '{"employer":"Zanzibarco"}' } }] }), { role: 'tool', content: 'done', toolCallId: 't1' }] }],
+      ['Kowalczyk', { history: [priv({ content: [{ type: 'file', name: 'Kowalczyk-divorce.pdf', mediaType: 'application/pdf', data: 'aGVsbG8=' }] }), assistant('ok')] }],
+      ['Vexilloid', { after: [{ role: 'assistant', content: null, toolCalls: [{ id: 'x', type: 'function', function: { name: 'f', arguments: '{}' } }] }, priv({ role: 'tool', content: 'Vexilloid record', toolCallId: 'x' })] }],
+    ];
+    for (const [word, extra] of cases) {
+      const ctx = await memory.onMessageInbound({ conversationId: `r-${word}`, message: user(`latest news ${word}`), search: true, ...extra });
+      expect(ctx.search?.removed?.private, word).toBe(1);
+    }
+    expect(servers.queries.map((q) => q.query).join(' ')).not.toMatch(/quibbletron|dubois|zanzibarco|kowalczyk|vexilloid/i);
+  });
+
+  it('a Korean name with its particle (one token) stays out when a private turn holds the name', async () => {
+    const memory = await memoryWith({ fetchPages: false });
+    await memory.onTurnComplete({ conversationId: 'k', messages: [user('제 담당 의사는 김민준입니다', { private: true }), assistant('네.')] });
+    const ctx = await memory.onMessageInbound({ conversationId: 'k', message: user('김민준에게 최신 뉴스'), search: true });
+    expect(ctx.search?.removed?.private).toBe(1);
+    expect(servers.queries.map((q) => q.query).join(' ')).not.toContain('김민준');
+  });
+
+  it('a page keeps its text when an attribute or its title spells <script>, and a tag never closed costs one pass', async () => {
+    const { htmlToText, leanHtml } = await import('../../../src/search/pages.js');
+    const body = '<article><p>The committee approved the budget after a long debate about schools and roads.</p></article>';
+    for (const head of ['<a title="x <script> y">link</a>', '<title>a <script> tag</title>', '<meta content="<style>">', '<!-->', '<textarea>a <!-- b</textarea>']) {
+      expect((await htmlToText(`<html><head></head><body>${head}${body}</body></html>`, 'https://x.example')).text, head).toContain('approved the budget');
+    }
+    expect(leanHtml('<x'.repeat(1_000_000)).length).toBeGreaterThan(0);
   });
 });
