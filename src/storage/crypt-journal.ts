@@ -1,7 +1,8 @@
 // The journal (and any temporary file) of an encrypted database: a prefix with a generation id made when the file
-// is empty, then blocks of 4 KiB sealed one by one (XChaCha20-Poly1305; the file id, the generation and the block's
-// number in the associated data), each with how many of its bytes are in use. A changed, moved or replayed block does
-// not open: a hot journal that was tampered with fails the open instead of rolling wrong bytes into the database.
+// is empty, then blocks sealed one by one, each in one 4 KiB page of the file (XChaCha20-Poly1305; the file id, the
+// generation and the block's number in the associated data), each with how many of its bytes are in use. A changed,
+// moved or replayed block does not open: a hot journal that was tampered with fails the open instead of rolling wrong
+// bytes into the database.
 //
 // Writes are gathered and sealed when SQLite syncs the journal (or reads it, sizes it down, closes it): SQLite
 // writes a page's record in three pieces, and sealing each would seal most blocks several times. Nothing is lost to
@@ -10,10 +11,17 @@ import { xchacha20poly1305 } from '@noble/ciphers/chacha.js';
 import { NONCE_BYTES, TAG_BYTES, randomBytes } from './crypt-format.js';
 import { SQLITE_IOERR_DATA, SQLITE_IOERR_SHORT_READ, SQLITE_OK } from './crypt-raw.js';
 
-export const JOURNAL_MAGIC = new TextEncoder().encode('pwjrnl02');
-export const JOURNAL_PREFIX = JOURNAL_MAGIC.length + 24;
-export const BLOCK = 4096;
-export const BLOCK_SLOT = NONCE_BYTES + 4 + BLOCK + TAG_BYTES;
+export const JOURNAL_MAGIC = new TextEncoder().encode('pwjrnl03');
+const GEN_BYTES = 24;
+/** The magic and the generation, alone in the file's first 4 KiB page (the rest zeros). */
+export const JOURNAL_PREFIX = 4096;
+/**
+ * A block's slot is one 4 KiB page of the file, on a page boundary: a killed process's write() stops between pages,
+ * never inside one, so a slot rewritten in place (the journal header's record count, the last block's count of bytes
+ * in use) is after a kill the old block or the new one, never half of each (which would not open).
+ */
+export const BLOCK_SLOT = 4096;
+export const BLOCK = BLOCK_SLOT - NONCE_BYTES - 4 - TAG_BYTES;
 
 
 /** One journal's state while open: its key and file id, its generation, its size, and blocks not yet sealed. */
@@ -52,14 +60,14 @@ function aad(j: JournalState, index: number): Uint8Array {
 function generation(j: JournalState, raw: Raw, create: boolean): Uint8Array | undefined {
   if (j.gen) return j.gen;
   if (raw.size() >= JOURNAL_PREFIX) {
-    const prefix = raw.read(0, JOURNAL_PREFIX)!;
+    const prefix = raw.read(0, JOURNAL_MAGIC.length + GEN_BYTES)!;
     if (!JOURNAL_MAGIC.every((b, i) => prefix[i] === b)) fail(SQLITE_IOERR_DATA);
     return j.gen = prefix.slice(JOURNAL_MAGIC.length);
   }
   if (!create) return undefined;
   const prefix = new Uint8Array(JOURNAL_PREFIX);
   prefix.set(JOURNAL_MAGIC, 0);
-  const gen = randomBytes(24);
+  const gen = randomBytes(GEN_BYTES);
   prefix.set(gen, JOURNAL_MAGIC.length);
   const rc = raw.write(0, prefix);
   if (rc !== SQLITE_OK) fail(rc);
