@@ -13,7 +13,7 @@ import { UsageError } from './cli-help.js';
 /** The flags that would put a secret on the command line: refused, whatever their value. */
 const SECRET_FLAG = /^(new-|peer-)?(key|passphrase)$/;
 /** A key file holds a few dozen bytes; a passphrase file a line. Reading stops past these (`--key-file /dev/urandom`). */
-const MOST_KEY_FILE = 4096;
+export const MOST_KEY_FILE = 4096;
 const MOST_PASSPHRASE_FILE = 64 * 1024;
 const MAKE_ONE = 'pagewise keygen --out FILE makes one';
 
@@ -33,7 +33,7 @@ export function refuseSecretFlags(argv: string[], options: NonNullable<ParseArgs
 }
 
 /** A file's bytes, at most `most` of them (more: undefined); NOT_FOUND and the like name the path, never content. */
-function readBounded(path: string, most: number, flag: string): Buffer | undefined {
+export function readBounded(path: string, most: number, flag: string): Buffer | undefined {
   let fd: number;
   try {
     fd = openSync(path, 'r');

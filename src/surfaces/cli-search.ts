@@ -3,14 +3,14 @@
 // it decides and how long it waits, and `pagewise search QUERY` asks the providers directly (memory.webSearch).
 // Keys come from the environment (BRAVE_API_KEY, TAVILY_API_KEY) or a file (`brave=@FILE`), never from the command
 // line itself; no message here repeats a key, a key file's content or a provider's URL.
-import { closeSync, openSync, readSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { PagewiseError } from '../contracts/errors.js';
+import { isPagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import type { SearchOptions, SearchProviderOptions, SearchTrigger } from '../contracts/types.js';
 import { braveSearch, searxng, tavily } from '../search/providers.js';
 import { inline, quoted } from '../common/as-data.js';
 import { UsageError } from './cli-help.js';
+import { MOST_KEY_FILE, readBounded } from './cli-keys.js';
 
 /** The search flags, as parseArgs takes them (cli.ts spreads them into its options). */
 export const SEARCH_OPTIONS = {
@@ -29,8 +29,6 @@ const KEYED = {
   brave: { env: 'BRAVE_API_KEY', baseEnv: 'BRAVE_BASE_URL' },
   tavily: { env: 'TAVILY_API_KEY', baseEnv: 'TAVILY_BASE_URL' },
 } as const;
-/** A key file holds a key: a line. Reading stops past this (`brave=@/dev/urandom`). */
-const MOST_KEY_FILE = 4096;
 
 /**
  * Refuses `--search brave=KEY` and `--search tavily=KEY` before anything else reads the command line: a key there lands
@@ -62,30 +60,16 @@ function checkUrl(value: string, where: string, example: string): string {
 
 /** The key in `@FILE`: the file's text, trimmed. Errors name the path, never content. */
 function readKey(path: string, flag: string): string {
-  let fd: number;
+  let bytes: Buffer | undefined;
   try {
-    fd = openSync(path, 'r');
+    bytes = readBounded(path, MOST_KEY_FILE, flag);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new PagewiseError('NOT_FOUND', 'cli', `There is no file "${resolve(path)}" (${flag}): check the path.`, { cause: e, path: flag });
-    throw new PagewiseError('STORAGE_UNAVAILABLE', 'cli', `Cannot read "${resolve(path)}" (${flag}, ${code ?? 'error'}): make it readable by you.`, { cause: e, path: flag });
+    // readBounded's one INVALID_ARGUMENT: the path is a directory. On this command line that is a usage error.
+    if (isPagewiseError(e, 'INVALID_ARGUMENT')) throw new UsageError(`${flag}: "${resolve(path)}" is a directory: pass the path of the file that holds the key.`);
+    throw e;
   }
-  const buffer = Buffer.alloc(MOST_KEY_FILE + 1);
-  let total = 0;
-  try {
-    for (let n = -1; n !== 0 && total <= MOST_KEY_FILE;) {
-      n = readSync(fd, buffer, total, buffer.length - total, null);
-      total += n;
-    }
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EISDIR') throw new UsageError(`${flag}: "${resolve(path)}" is a directory: pass the path of the file that holds the key.`);
-    throw new PagewiseError('STORAGE_UNAVAILABLE', 'cli', `Cannot read "${resolve(path)}" (${flag}, ${code ?? 'error'}): make it readable by you.`, { cause: e, path: flag });
-  } finally {
-    closeSync(fd);
-  }
-  if (total > MOST_KEY_FILE) throw new UsageError(`${flag}: "${resolve(path)}" has more than ${MOST_KEY_FILE} bytes: a key file holds the key, on one line.`);
-  const key = buffer.subarray(0, total).toString('utf8').replace(/^\uFEFF/, '').trim();
+  if (bytes === undefined) throw new UsageError(`${flag}: "${resolve(path)}" has more than ${MOST_KEY_FILE} bytes: a key file holds the key, on one line.`);
+  const key = bytes.toString('utf8').replace(/^\uFEFF/, '').trim();
   if (key === '' || /\s/.test(key)) throw new UsageError(`${flag}: "${resolve(path)}" ${key === '' ? 'is empty' : 'holds more than one word'}: write the key in it, on one line.`);
   return key;
 }
