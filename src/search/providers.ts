@@ -241,16 +241,17 @@ function checkedResults(value: unknown): SearchResult[] {
   return results;
 }
 
-/** Settles when the request's signal aborts (never otherwise): a provider that ignores the signal is not waited for. */
-function deadline(signal: AbortSignal): { promise: Promise<never>; done(): void } {
-  let onAbort = (): void => undefined;
-  const promise = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new SearchFailure('timeout', 'no answer before the deadline'));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+/**
+ * Waits for `promise`, or rejects with the signal's reason as soon as it aborts: a provider (or an app's LLM) that
+ * ignores its signal is not waited for.
+ */
+export function within<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) { onAbort(); return; }
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then((v) => { signal.removeEventListener('abort', onAbort); resolve(v); }, (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e); });
   });
-  promise.catch(() => undefined);
-  return { promise, done: () => signal.removeEventListener('abort', onAbort) };
 }
 
 /** One provider asked, timed and reported; never rejects. */
@@ -260,9 +261,8 @@ async function askOne(provider: SearchProvider, request: SearchRequest): Promise
   const failed = (outcome: SearchProviderReport['outcome'], error: string) =>
     ({ report: { name: provider.name, outcome, results: 0, ms: ms(), error }, results: [] });
   if (request.signal.aborted) return failed('timeout', 'not asked: the deadline had passed');
-  const stop = deadline(request.signal);
   try {
-    const answer = await Promise.race([Promise.resolve().then(() => provider.search(request)), stop.promise]);
+    const answer = await within(Promise.resolve().then(() => provider.search(request)), request.signal);
     const results = checkedResults(answer);
     return { report: { name: provider.name, outcome: results.length > 0 ? 'ok' : 'empty', results: results.length, ms: ms() }, results };
   } catch (cause) {
@@ -270,16 +270,14 @@ async function askOne(provider: SearchProvider, request: SearchRequest): Promise
     if (cause instanceof SearchFailure) return failed(cause.outcome, oneLine(cause.message));
     const message = cause instanceof Error ? cause.message : String(cause);
     return failed('error', oneLine(message) || 'failed');
-  } finally {
-    stop.done();
   }
 }
 
 /** Why the request's signal aborted: the search's own reason (its deadline, the memory closing), else the deadline. */
 const abortedWhy = (signal: AbortSignal): string => (signal.reason instanceof Error && signal.reason.name === 'Error' && signal.reason.message ? oneLine(signal.reason.message) : 'no answer before the deadline');
 
-/** A provider's own error message as one short line: it is data, shown in reports and logs. */
-const oneLine = (message: string) => message.replace(/\s+/g, ' ').trim().slice(0, 200);
+/** An error's message as one short line: it is data, shown in reports and logs. */
+export const oneLine = (message: string, max = 200) => message.replace(/\s+/g, ' ').trim().slice(0, max);
 
 /**
  * Asks every provider at once with the request's deadline (its signal). Each gets a report (outcome, results, ms, why

@@ -10,7 +10,7 @@ import { quote } from '../assembly/passages.js';
 import { type Decision, decide } from './decide.js';
 import type { ResolvedSearch } from './options.js';
 import { pageText } from './pages.js';
-import { askProviders } from './providers.js';
+import { askProviders, oneLine, within } from './providers.js';
 import { type MemoryLookup, buildQuery } from './query.js';
 import { SearchCounters } from './stats.js';
 
@@ -36,9 +36,6 @@ const MAX_TEXT = 40_000;
 const DIRECT_TOKENS = 600;
 const CACHED_QUERIES = 256;
 
-/** An error's message as one short line (a report is read as text). */
-const oneLine = (message: string) => message.replace(/\s+/g, ' ').trim().slice(0, 160);
-
 interface Fetched {
   results: (SearchResult & { provider: string })[];
   providers: SearchProviderReport[];
@@ -62,15 +59,6 @@ function deadline(ms: number, closing: AbortSignal, also?: AbortSignal): { signa
   return { signal: controller.signal, done: () => { clearTimeout(timer); listeners.forEach((off) => off()); } };
 }
 
-/** Waits for `promise`, or rejects as soon as `signal` aborts (an app's LLM or provider that ignores its signal). */
-function within<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) { onAbort(); return; }
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then((v) => { signal.removeEventListener('abort', onAbort); resolve(v); }, (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e); });
-  });
-}
 
 /** The report and items of a search that went out (or came from the cache). */
 function searched(decision: Decision, query: string, removed: SearchReport['removed'], started: number, got: { fetched: Fetched; cached: boolean }): Searched {
@@ -140,7 +128,7 @@ export function createSearch(options: ResolvedSearch, llm: LlmProvider | undefin
     async forMessage(c, lookup, failed) {
       const started = Date.now();
       const d = deadline(options.timeoutMs, closing, failed);
-      const why = (error: unknown) => oneLine(String((error as Error)?.message ?? error));
+      const why = (error: unknown) => oneLine(String((error as Error)?.message ?? error), 160);
       try {
         let decision: Decision;
         try {
