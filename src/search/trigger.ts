@@ -5,6 +5,7 @@
 // "what is…" about a subject memory does not know, and names (products, places, organisations) memory has never seen.
 // Memory answers first: what the conversation already talked about is not searched for.
 import { STOPWORDS, queryTerms } from '../text/fts-words.js';
+import { type NlpTerm, tagger as loadNlp } from '../tags/things.js';
 
 /** What the trigger asks of memory (query.ts's MemoryLookup has this shape, and more). */
 interface TriggerLookup {
@@ -42,17 +43,13 @@ export function analyzedText(text: string): string {
   return space < 0 ? '' : s.slice(space + 1);
 }
 
-/** A term of compromise's document (`compromise/two`): its text, what stands around it, its tags. */
-export interface NlpTerm { text: string; pre: string; post: string; tags: Set<string> }
+export type { NlpTerm };
 type Nlp = (text: string) => { docs: NlpTerm[][] };
-
-// compromise's tagger, loaded on first use (importing it unpacks its lexicon, ~0.1–0.3 s) like src/tags/things.ts.
-let loading: Promise<Nlp> | undefined;
 
 /** compromise's sentences of `text`, hyphenated pieces joined into one term with all their tags (`GPT-4o-mini`). */
 export async function nlpSentences(text: string): Promise<NlpTerm[][]> {
-  loading ??= import('compromise/two').then((m) => m.default as unknown as Nlp);
-  const nlp = await loading;
+  // compromise's tagger, loaded on first use (src/tags/things.ts: importing it unpacks its lexicon, ~0.1–0.3 s).
+  const nlp = await loadNlp();
   tagger = nlp;
   return (text.trim() ? nlp(text).docs : []).map((sentence) => {
     const out: NlpTerm[] = [];

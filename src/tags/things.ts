@@ -2,13 +2,16 @@ import { termOf } from './key-phrases.js';
 
 /** A term of compromise's document: its text and part-of-speech tags (`Noun`, `ProperNoun`, `Gerund`, …). */
 interface Term { text: string; post: string; tags: Set<string> }
-type Nlp = (text: string) => { docs: Term[][] };
+/** The same term with what stands before it. */
+export interface NlpTerm extends Term { pre: string }
+type Nlp = (text: string) => { docs: NlpTerm[][] };
 
 // compromise's tagger (`compromise/two`: part-of-speech tags, names, places, organisations; pure JS, its lexicon in
 // the bundle, nothing fetched). Loaded on the first unit tagged: importing it unpacks the lexicon (~0.1–0.3 s), which a
 // memory that never tags (a query-only Worker isolate, a CLI command) should not pay.
+// The web search's trigger reads messages with it too.
 let loading: Promise<Nlp> | undefined;
-function tagger(): Promise<Nlp> {
+export function tagger(): Promise<Nlp> {
   loading ??= import('compromise/two').then((m) => m.default as unknown as Nlp);
   return loading;
 }
