@@ -13,6 +13,7 @@ import { durableObjectSql } from './storage/durable-object.js';
 import type { CompactionReport, MemoryOptions } from './contracts/types.js';
 import { edgeEmbedder } from './embed/workers-ai.js';
 import { withSync } from './common/sync.js';
+import { checkResultSize } from './common/pages.js';
 import { relayStore, type RelayStore } from './storage/relay-store.js';
 import type { RelayTarget } from './storage/relay-protocol.js';
 
@@ -141,6 +142,18 @@ function reportsIn(path: MethodPath, result: unknown): CompactionReport[] {
 }
 
 const MAX_IMPORT_TURNS = 10_000;
+const HOUR_MS = 3_600_000;
+
+/**
+ * How long after a slice with nothing left the next retention check falls due: with the `retention` option (even `{}`,
+ * for conversations' own policies from setRetention), its interval, an hour by default; without it, none (an object
+ * with nothing to do takes no alarms).
+ */
+function retentionInterval(options: PagewiseMemoryOptions): number | null {
+  const r = options.retention;
+  if (!r) return null;
+  return r.intervalMs === undefined ? HOUR_MS : r.intervalMs;
+}
 
 /** Refuses an import whose turns, over all its conversations, are more than one call may carry at the edge. */
 function checkImportSize(args: readonly unknown[], max: number): void {
@@ -181,8 +194,11 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
       const { scope: _scope, maxImportTurns: _max, ...options } = this.options(this.env);
       // No Node model threads here: without an embedder given, memory runs on tags and full-text search.
       // Compaction a slice per event: the rest goes on from the alarm (#slice).
-      this.#memory = createMemory({ embedder: false, backgroundSliceTurns: SLICE_TURNS, ...options, storage: durableObjectSql(this.ctx.storage) });
+      // Maintenance (retention, rebuilds after an upgrade) a slice per alarm, never in a request's event.
+      this.#memory = createMemory({ embedder: false, backgroundSliceTurns: SLICE_TURNS, ...options, maintenance: 'manual', storage: durableObjectSql(this.ctx.storage) });
       this.#memory.catch(() => { this.#memory = undefined; });
+      // An object woken after an upgrade (or with a retention policy) starts its alarms at once.
+      void this.#memory.then(async () => { if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS); }, () => undefined);
     }
     return this.#memory;
   }
@@ -233,7 +249,14 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
       if (!report?.more) this.#setUnfinished(this.#unfinished().filter((id) => id !== next));
       this.#notice(await memory.flush());
     }
-    if (this.#unfinished().length > 0) await this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS);
+    // One slice of maintenance (retention, rebuilds after an upgrade) per alarm; the next alarm takes the next.
+    const upkeep = await memory.maintain().catch(() => null);
+    if (this.#unfinished().length > 0 || upkeep?.more) await this.ctx.storage.setAlarm(Date.now() + NEXT_SLICE_MS);
+    else {
+      // Retention is checked again after its interval, a rebuild tried again after its wait, with nothing written meanwhile.
+      const due = [retentionInterval(this.options(this.env)), upkeep?.nextInMs ?? null].filter((ms): ms is number => ms !== null);
+      if (due.length > 0) await this.ctx.storage.setAlarm(Date.now() + Math.min(...due));
+    }
   }
 
   #unfinished(): string[] {
@@ -269,6 +292,7 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
         : (memory as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[path[0]]!;
       if (typeof target !== 'function') throw new PagewiseError('INVALID_ARGUMENT', 'edge', `No Memory method ${path.join('.')}.`);
       const result = await target(...args);
+      if (path.length === 1) checkResultSize(path[0], args, result);
       this.#notice(reportsIn(path, result));
       // What the call left to do in the background (compaction, vectors) finishes after the reply; an alarm takes it
       // up again if the object is evicted before it is done (waitUntil does not outlive the object).

@@ -16,10 +16,13 @@ export function createBackground(lanesAtOnce = LANES_AT_ONCE) {
   let running = 0;
   const waiting: (() => void)[] = [];
   let stopped = false;
+  // The deepest the lanes have been (memory.stats().queues): jobs queued (`scheduled`) and running at once.
+  let maxQueued = 0;
+  let maxRunning = 0;
 
   const acquire = (): Promise<void> => {
     if (running < lanesAtOnce) {
-      running++;
+      maxRunning = Math.max(maxRunning, ++running);
       return Promise.resolve();
     }
     return new Promise<void>((resolve) => waiting.push(resolve));
@@ -31,8 +34,10 @@ export function createBackground(lanesAtOnce = LANES_AT_ONCE) {
     else running--;
   };
 
-  const idle = async (): Promise<void> => {
-    for (let all = [...lanes.values()]; all.length > 0; all = [...lanes.values()]) await Promise.all(all);
+  // The lanes' last jobs, but `except`'s.
+  const tails = (except?: string): Promise<void>[] => [...lanes].filter(([lane]) => lane !== except).map(([, tail]) => tail);
+  const idle = async (except?: string): Promise<void> => {
+    for (let all = tails(except); all.length > 0; all = tails(except)) await Promise.all(all);
   };
 
   return {
@@ -43,6 +48,7 @@ export function createBackground(lanesAtOnce = LANES_AT_ONCE) {
     later(key: string, job: () => Promise<void>, lane = ''): void {
       if (scheduled.has(key) || stopped) return;
       scheduled.add(key);
+      maxQueued = Math.max(maxQueued, scheduled.size);
       const next = (lanes.get(lane) ?? Promise.resolve()).then(async () => {
         await acquire();
         try {
@@ -56,11 +62,14 @@ export function createBackground(lanesAtOnce = LANES_AT_ONCE) {
       void next.then(() => { if (lanes.get(lane) === next) lanes.delete(lane); });
     },
 
-    /** Resolves once every lane is empty, including jobs queued while waiting. */
+    /** Resolves once every lane (but `except`) is empty, including jobs queued while waiting. */
     idle,
 
     /** Whether a job of `lane` (a conversation) is queued or running. */
     busy: (lane: string): boolean => lanes.has(lane),
+
+    /** Jobs queued (not started) and running now, and the most there have been. */
+    depth: () => ({ queued: scheduled.size, running, maxQueued, maxRunning }),
 
     /** Refuses new jobs, aborts the running ones and waits for them. */
     async stop(reason: unknown): Promise<void> {

@@ -10,6 +10,7 @@ import type { AliasApi } from './types-data.js';
 export const MEMORY_METHODS = [
   'onMessageInbound', 'onTurnComplete', 'conversations', 'turns', 'branches', 'checkout', 'attachment', 'tags', 'topics', 'compact', 'flush', 'summaries',
   'regenerateSummaries', 'pin', 'unpin', 'pins', 'tools', 'callTool', 'embeddingStatus', 'costReport', 'stats', 'webSearch', 'forget',
+  'applyRetention', 'setRetention', 'retentionLog', 'maintain',
   'export', 'import', 'exportDatabase', 'rekey', 'syncState', 'syncChanges', 'applySync',
 ] as const satisfies readonly (keyof Memory)[];
 

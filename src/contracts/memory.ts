@@ -2,6 +2,7 @@
 import type { AliasApi, Attachment, CostReport, ExportData, ForgetInput, ForgetReport, ImportReport, TagStat } from './types-data.js';
 import type { BranchList } from './types-branches.js';
 import type { MemoryStats, WebSearchAnswer, WebSearchInput } from './types-search.js';
+import type { MaintenanceReport, Page, PageOptions, RetentionLogEntry, RetentionPolicy, RetentionReport } from './types-ops.js';
 import type { SyncApplied, SyncBatch, SyncOptions, SyncPeer, SyncReport, SyncRequest, SyncState, SyncStateOptions } from './types-sync.js';
 import type {
   AssembledContext, CompactionReport, ConversationInfo, EmbeddingStatus, EncryptionOptions, InboundInput, StoredTurn, Summary, ToolDefinition, ToolResult, TurnInput, TurnReport,
@@ -21,6 +22,8 @@ export interface Memory {
    * message, up to its tip — without switching to it.
    */
   turns(conversationId: string, range?: { from?: number; limit?: number; branch?: string }): Promise<StoredTurn[]>;
+  /** A page of them: pass `cursor` (null for the first page), then each page's `cursor` until it is null. */
+  turns(conversationId: string, page: PageOptions & { cursor: string | null; branch?: string }): Promise<Page<StoredTurn>>;
   /** The conversation's tree: its branches (where each forks, its tip, size, times), the places with alternatives, the head. */
   branches(conversationId: string): Promise<BranchList>;
   /**
@@ -36,6 +39,8 @@ export interface Memory {
   attachment(conversationId: string, id: string): Promise<Attachment>;
   /** Tags of a conversation with their statistics (units carrying each, first and last turn, last used), most used first. */
   tags(conversationId: string): Promise<TagStat[]>;
+  /** A page of them: pass `cursor` (null for the first page), then each page's `cursor` until it is null. */
+  tags(conversationId: string, page: PageOptions & { cursor: string | null }): Promise<Page<TagStat>>;
   /**
    * The conversation's topics as a person (or the `<context-topics>` hint) names them: tags on more than one exchange
    * that name things — people, places, objects, activities — not the wording around them (`noted`, `appreciate`),
@@ -56,6 +61,8 @@ export interface Memory {
   flush(): Promise<CompactionReport[]>;
   /** Stored summaries of every level (or one kind), oldest first. */
   summaries(conversationId: string, filter?: { kind?: Summary['kind'] }): Promise<Summary[]>;
+  /** A page of them: pass `cursor` (null for the first page), then each page's `cursor` until it is null. */
+  summaries(conversationId: string, filter: PageOptions & { cursor: string | null; kind?: Summary['kind'] }): Promise<Page<Summary>>;
   /**
    * Rebuilds summaries from their sources with the current summarizer (ids stay): all of a conversation's, or
    * `ids`. `lazy: true` only marks them stale: each is rebuilt in the background when assembly next uses it.
@@ -74,8 +81,27 @@ export interface Memory {
   embeddingStatus(conversationId: string): Promise<EmbeddingStatus>;
   /** Usage of the configured LLM (tagging, summaries) per conversation and purpose, with cost when priced. */
   costReport(conversationId?: string): Promise<CostReport>;
-  /** Figures since the memory opened: external search (triggered, skipped, failed, cached, latency per provider). */
-  stats(): Promise<MemoryStats>;
+  /**
+   * Usage and health: per conversation (with `conversationId`) and overall — tokens injected by kind and saved against
+   * sending the history whole, recall hits by signal, latency per hook over a rolling window, errors by code, queue
+   * depths, compactions, summaries regenerated, bytes stored — and external search's figures.
+   */
+  stats(options?: { conversationId?: string }): Promise<MemoryStats>;
+  /**
+   * Runs the retention policy now (the `retention` option, and each conversation's own from `setRetention`): removes
+   * what it no longer keeps through forget's path, logs it, and reports it. `now` (ISO 8601): the clock to judge
+   * ages by (default the real one). `maxTurns`: stop after about that many turns (the report says `more`).
+   */
+  applyRetention(options?: { now?: string; maxTurns?: number }): Promise<RetentionReport>;
+  /** A conversation's own retention (its `maxAgeDays`, `idleDays`, `keepPinned` over the option's); null removes it. */
+  setRetention(conversationId: string, policy: RetentionPolicy | null): Promise<void>;
+  /** What retention removed, oldest first, a page at a time. */
+  retentionLog(page?: PageOptions): Promise<Page<RetentionLogEntry>>;
+  /**
+   * One slice of the background maintenance that is due: retention, and rebuilding derived data an older summarizer,
+   * tagger or embedder made. The engine runs it by itself between calls; the edge's alarms call it a slice at a time.
+   */
+  maintain(): Promise<MaintenanceReport>;
   /**
    * A web search asked for directly (the MCP `web_search` tool): the query anonymized as a message's would be, the
    * providers of the `search` option asked, the results cleaned and rendered as data. INVALID_OPTIONS without the
@@ -90,6 +116,11 @@ export interface Memory {
   forget(input: ForgetInput): Promise<ForgetReport>;
   /** Every stored original of one conversation (or all of them) in pagewise's portable format. */
   export(conversationId?: string): Promise<ExportData>;
+  /**
+   * One conversation's export a page of turns at a time (at the edge, where one value crosses RPC at most 32 MiB):
+   * each page is `ExportData` holding that conversation with some of its turns, in order; `import` each in turn.
+   */
+  export(conversationId: string, page: PageOptions & { cursor: string | null }): Promise<ExportData & { cursor: string | null }>;
   /** Restores what `export` gave: importing the same data twice changes nothing; a conflicting message is refused. */
   import(data: ExportData): Promise<ImportReport>;
   /** The SQLite database's bytes (a backup): open them with `sqliteWasm({ bytes })`. */

@@ -6,6 +6,7 @@ import type { LlmOptions, LlmProvider, Summarizer, TagRule, Tagger } from './sea
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from './types-embed.js';
 import type { StorageOption } from './types-storage.js';
 import type { SearchOptions } from './types-search.js';
+import type { RetentionOptions } from './types-ops.js';
 
 // ---------------------------------------------------------------------------------------------
 // Seam: tokenizer
@@ -78,6 +79,12 @@ export interface MemoryOptions {
    * the same way. Keeps one wrong clock from erasing later writes or pushing every later key into the future.
    */
   maxClockSkewMs?: number;
+  /**
+   * Sync: how long a peer not heard from keeps this replica's forgets (tombstones: ids and hashes, never text) from
+   * being compacted, in days (default 90). Tombstones every peer heard from within it has read are deleted; a peer
+   * away longer is told to resync when it comes back. null: keep them until every peer has read them.
+   */
+  tombstoneRetentionDays?: number | null;
   /**
    * Whose documented rule counts images, files and audio: `openai` (image tiles) or `anthropic` (width × height /
    * 750). Default: `anthropic` for a `model` named claude…, else `openai`. A request may say otherwise.
@@ -170,6 +177,22 @@ export interface MemoryOptions {
    * alone, private turns' words and personal data taken out; the manifest shows each query exactly.
    */
   search?: SearchOptions;
+  /**
+   * What the memory keeps: `{ maxAgeDays, maxConversations, idleDays, keepPinned }`, enforced in the background a
+   * slice at a time (each conversation may narrow it: `memory.setRetention`). Default: everything is kept.
+   */
+  retention?: RetentionOptions;
+  /**
+   * Background maintenance (retention, rebuilding what an older summarizer, tagger or embedder made): `auto` (default)
+   * runs it between calls a slice at a time; `manual` only when `memory.maintain()` is called (PagewiseMemory's alarms).
+   */
+  maintenance?: 'auto' | 'manual';
+  /**
+   * OpenTelemetry: by default a span per call and metrics go to the providers the app registered with
+   * `@opentelemetry/api` (none registered: nothing is recorded, at no cost). `{ tracer, meter }`: an OpenTelemetry
+   * `Tracer` and `Meter` to use instead; `false`: none.
+   */
+  telemetry?: false | { tracer?: object; meter?: object };
   /** Called as the background queue embeds a conversation's turns and summaries. */
   onEmbeddingProgress?: (progress: EmbeddingProgress) => void;
   /** Called while the embedding model loads. */

@@ -17,6 +17,8 @@ export type * from './types-embed.js';
 export type * from './types-storage.js';
 export type * from './types-options.js';
 export type * from './types-search.js';
+export type * from './types-stats.js';
+export type * from './types-ops.js';
 
 // ---------------------------------------------------------------------------------------------
 // Messages (the OpenAI chat shape)

@@ -7,6 +7,7 @@ import { type ResolvedSearch, resolveSearch } from '../search/options.js';
 import type { RankingCandidates } from '../contracts/types-options.js';
 import type { EmbedderOptions, EmbeddingProgress, ModelProgress } from '../contracts/types-embed.js';
 import type { EncodingName, LlmOptions, LlmProvider, MediaRule, MemoryOptions, StorageOption, Summarizer, TagRule, Tagger, TokenizerOption } from '../contracts/types.js';
+import { type ResolvedRetention, readRetention } from './retention-options.js';
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {
@@ -24,6 +25,8 @@ export interface ResolvedOptions {
   maxMessageBytes: number;
   maxAttachmentBytes: number;
   maxClockSkewMs: number;
+  /** Days a peer not heard from holds tombstone compaction back (null: until it has read them). */
+  tombstoneRetentionDays: number | null;
   /** Whose rule counts images, files and audio unless a request says otherwise. */
   mediaTokens: MediaRule;
   storage: StorageOption | undefined;
@@ -63,13 +66,20 @@ export interface ResolvedOptions {
   ranking: { weights: Float64Array; onCandidates: ((c: RankingCandidates) => void) | undefined };
   /** External search; null when off. */
   search: ResolvedSearch | null;
+  /** OpenTelemetry's tracer and meter, or false; undefined: the global providers. */
+  telemetry: false | { tracer?: object; meter?: object } | undefined;
+  /** `auto`: the engine runs maintenance slices itself; `manual`: only memory.maintain() (the edge's alarms). */
+  maintenance: 'auto' | 'manual';
+  /** The retention option, checked (engine/retention-options.ts); null: keep everything. */
+  retention: ResolvedRetention | null;
 }
 
 const KNOWN = new Set(['contextWindow', 'reserveTokens', 'memoryTokens', 'model', 'encoding', 'estimateMargin', 'tokenizer',
-  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'maxClockSkewMs', 'mediaTokens', 'targetTokens', 'recallPlacement',
+  'protectedRecentTurns', 'softThreshold', 'hardThreshold', 'storage', 'maxMessageBytes', 'maxAttachmentBytes', 'maxClockSkewMs', 'tombstoneRetentionDays', 'mediaTokens', 'targetTokens', 'recallPlacement',
   'topicsHint', 'llm', 'tagger', 'tagKeywords', 'minTags', 'maxTags', 'tagRules', 'compaction', 'summarizer', 'summaryRatio',
   'summaryTokens', 'sumWindow', 'nSum', 'nSumSum', 'maxSumLevel', 'maxConcurrentSummaries', 'backgroundSliceTurns', 'minConsecutiveToolMessages',
-  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress', 'ranking', 'search']);
+  'largePayloadThreshold', 'offloadPreview', 'embedder', 'preloadEmbedder', 'similarityThreshold', 'onEmbeddingProgress', 'onModelProgress', 'ranking', 'search',
+  'retention', 'maintenance', 'telemetry']);
 
 function bad(option: string, message: string): never {
   throw new PagewiseError('INVALID_OPTIONS', 'options', `\`${option}\` ${message}`, { path: option });
@@ -86,6 +96,29 @@ function clockSkew(value: unknown): number {
   const ms = int(value, 'maxClockSkewMs', 0, 600_000);
   if (ms > 365 * 24 * 3600 * 1000) bad('maxClockSkewMs', `must be at most a year in ms (31,536,000,000; got ${ms}).`);
   return ms;
+}
+
+/** Whole days from 1 to 36,500, or null (keep tombstones until every known peer has read them). */
+function tombstoneDays(value: unknown): number | null {
+  if (value === undefined) return 90;
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > 36_500) bad('tombstoneRetentionDays', `must be a whole number of days from 1 to 36,500, or null to keep tombstones until every peer has read them (got ${describe(value)}).`);
+  return value;
+}
+
+function readTelemetry(value: unknown): false | { tracer?: object; meter?: object } | undefined {
+  if (value === undefined || value === false) return value;
+  const ok = (x: unknown) => x === undefined || (typeof x === 'object' && x !== null);
+  if (typeof value !== 'object' || value === null || !ok((value as { tracer?: unknown }).tracer) || !ok((value as { meter?: unknown }).meter)) {
+    bad('telemetry', `must be false, or { tracer?, meter? } with an OpenTelemetry Tracer and Meter (got ${describe(value)}).`);
+  }
+  return value as { tracer?: object; meter?: object };
+}
+
+function readMaintenance(value: unknown): 'auto' | 'manual' {
+  if (value === undefined) return 'auto';
+  if (value !== 'auto' && value !== 'manual') bad('maintenance', `must be 'auto' (the engine runs it between calls) or 'manual' (only memory.maintain()); got ${describe(value)}.`);
+  return value;
 }
 
 function ratio(value: unknown, option: string, fallback: number): number {
@@ -132,6 +165,9 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     similarityThreshold,
     ranking: readRanking(options),
     search: resolveSearch(options.search),
+    maintenance: readMaintenance(options.maintenance),
+    telemetry: readTelemetry(options.telemetry),
+    retention: readRetention(options.retention),
     onEmbeddingProgress: options.onEmbeddingProgress,
     onModelProgress: options.onModelProgress,
     summarizer,
@@ -169,6 +205,7 @@ function resolve(options: MemoryOptions): ResolvedOptions {
     maxMessageBytes: int(options.maxMessageBytes, 'maxMessageBytes', 1, 1024 * 1024),
     maxAttachmentBytes: int(options.maxAttachmentBytes, 'maxAttachmentBytes', 1, DEFAULT_MAX_ATTACHMENT_BYTES),
     maxClockSkewMs: clockSkew(options.maxClockSkewMs),
+    tombstoneRetentionDays: tombstoneDays(options.tombstoneRetentionDays),
     mediaTokens: readMediaRule(options),
     storage,
   };
