@@ -66,6 +66,15 @@ export function createSummaryLookups(driver: StorageDriver, per: number) {
     },
 
     /**
+     * A page of the conversation's summaries (or of one kind) in the order they were written: row ids after
+     * `afterRowid`, at most `limit`. Row ids only grow, so a page is stable while the conversation compacts.
+     */
+    listAfter(conversationId: string, afterRowid: number, limit: number, kind?: Summary['kind']): Promise<SummaryRecord[]> {
+      return kind ? select('conversation_id = ? AND kind = ? AND rowid > ? ORDER BY rowid LIMIT ?', [conversationId, kind, afterRowid, limit])
+        : select('conversation_id = ? AND rowid > ? ORDER BY rowid LIMIT ?', [conversationId, afterRowid, limit]);
+    },
+
+    /**
      * Level-1 summaries carrying `tag` (as a tag or a related tag) written after the summary with row id
      * `afterRowid`, earliest first, at most `limit`: what a tag summary has not folded in yet. Segments are written
      * in the order of the turns they cover, so their row ids follow it.

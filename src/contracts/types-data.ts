@@ -69,6 +69,11 @@ export interface ExportedConversation {
   pins: { messageId: string; pinnedAt: string }[];
   /** The conversation's own manual aliases. */
   aliases: { alias: string; tag: string; createdAt: string }[];
+  /**
+   * In a page of an export (`export(id, { cursor })`) after the first: the id of the turn this page's turns follow.
+   * `import` checks it is stored, so pages are imported in order.
+   */
+  after?: string;
 }
 
 /**

@@ -3,19 +3,24 @@
 import { storedConversation } from './data-rows.js';
 import type { DataDeps, ExportData, ExportedConversation, ExportedTurn } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
+import type { Memory } from '../contracts/memory.js';
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
 import { compareKeys, forkPoint, headOf, type TreeStore } from '../store/tree.js';
 import type { EncryptionOptions, StorageDriver } from '../contracts/types.js';
 import type { Attachment } from '../contracts/types-data.js';
 import type { AttachmentInfo, AttachmentStore } from '../store/attachment-store.js';
 import { toBase64 } from '../common/parts.js';
+import { asksPage, cursorOf, pageBudget, readPage } from '../common/pages.js';
+import type { TreeNode } from '../store/tree.js';
 
 const MODULE = 'data';
 
 export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' | 'serial' | 'tree'>) {
   const { driver, store, serial } = d;
   return {
-    export(conversationId?: string): Promise<ExportData> {
+    // One implementation of both overloads: the whole export, or a page of it.
+    export: ((conversationId?: string, page?: unknown): Promise<ExportData> => {
+      if (asksPage(page)) return serial(() => exportPage(d, conversationId, page));
       return serial(async () => {
         const ids = conversationId === undefined
           ? (await store.conversations()).map((c) => c.id).sort()
@@ -29,7 +34,7 @@ export function exportApi(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' |
         const attachments = await exportAttachments(d.attachments, ids);
         return { format: 'pagewise', version: 1, exportedAt: new Date().toISOString(), conversations, aliases, ...(attachments.length > 0 ? { attachments } : {}) };
       });
-    },
+    }) as Memory['export'],
 
     /** The database file's bytes (a consistent copy: taken between operations). */
     exportDatabase(): Promise<Uint8Array> {
@@ -109,4 +114,89 @@ function exported(t: TurnRecord): ExportedTurn {
     ...(t.toolCalls ? { toolCalls: t.toolCalls } : {}), ...(t.toolCallId ? { toolCallId: t.toolCallId } : {}), createdAt: t.createdAt,
     ...(t.private ? { private: true as const } : {}),
   };
+}
+
+/** A page's key: the last turn it gave, in written order (order key, origin, id: what compareKeys sorts by). */
+type ExportKey = [ord: number, origin: string, id: string];
+const isExportKey = (x: unknown): x is ExportKey => Array.isArray(x) && x.length === 3 && Number.isSafeInteger(x[0]) && typeof x[1] === 'string' && typeof x[2] === 'string';
+// Turns read per query while a page fills.
+const EXPORT_CHUNK = 256;
+
+/** A page of an export: the conversation with some of its turns (see exportPage); `after` is what import checks. */
+export type ExportPage = ExportData & { cursor: string | null; conversations: (ExportedConversation & { after?: string })[] };
+
+const attachmentIds = (t: TurnRecord): string[] => (Array.isArray(t.content)
+  ? t.content.flatMap((p) => (typeof (p as { attachment?: unknown }).attachment === 'string' ? [(p as { attachment: string }).attachment] : []))
+  : []);
+
+/**
+ * One conversation's export a page of turns at a time, in the order they were written (every branch, as export has
+ * them): each page holds the bytes of the attachments its turns name (a turn and its own attachments are never
+ * split: a page always holds one turn, with them); the first page the conversation's aliases, the last its pins and
+ * head; a page after the first names the turn it follows (`after`), so import checks that the one before is there.
+ * The cursor keys on the last turn given: turns written meanwhile come on later pages.
+ */
+async function exportPage(d: Pick<DataDeps, 'driver' | 'store' | 'attachments' | 'tree'>, conversationId: unknown, page: { cursor: unknown; limit?: unknown }): Promise<ExportPage> {
+  if (conversationId === undefined) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'export() a page at a time takes one conversation: export(conversationId, { cursor: null, limit }).', { path: 'conversationId' });
+  }
+  const info = await storedConversation(d.store, conversationId);
+  const { limit, at } = readPage('export', info.id, '', page, isExportKey);
+  const nodes = (await d.tree.nodes(info.id)).sort(compareKeys);
+  const start = at === null ? 0 : firstAfter(nodes, { ord: at[0], origin: at[1], id: at[2] });
+  const budget = pageBudget(1024);
+  const turns: ExportedTurn[] = [];
+  const attachments = new Map<string, Attachment>();
+  let i = start;
+  fill: while (i < nodes.length && turns.length < limit) {
+    const chunk = nodes.slice(i, i + Math.min(EXPORT_CHUNK, limit - turns.length));
+    const byId = new Map((await d.store.byIds(info.id, chunk.map((n) => n.id))).map((t) => [t.id, t]));
+    for (const n of chunk) {
+      const t = byId.get(n.id)!;
+      const turn = { ...exported(t), ...(n.branch !== '' ? { branch: { start: n.branch, after: forkPoint(nodes, n.branch)?.id ?? '' } } : {}) };
+      const named: Attachment[] = [];
+      for (const id of attachmentIds(t)) {
+        if (attachments.has(id) || named.some((a) => a.id === id)) continue;
+        const found = await d.attachments.read(id);
+        if (found) named.push({ id, mediaType: found.mediaType, size: found.size, data: toBase64(found.bytes) });
+      }
+      if (!budget.fits({ turn, named })) break fill;
+      turns.push(turn);
+      for (const a of named) attachments.set(a.id, a);
+      i++;
+    }
+  }
+  const first = start === 0;
+  const last = i >= nodes.length;
+  const conversation: ExportedConversation & { after?: string } = { id: info.id, createdAt: info.createdAt, updatedAt: info.updatedAt, turns, pins: [], aliases: [] };
+  if (!first) conversation.after = nodes[start - 1]!.id;
+  if (first) {
+    const aliases = await d.driver.query<{ alias: string; tag: string; created_at: string }>("SELECT alias, tag, created_at FROM tag_aliases WHERE conversation_id = ? AND source = 'manual' ORDER BY alias", [info.id]);
+    conversation.aliases = aliases.map((a) => ({ alias: a.alias, tag: a.tag, createdAt: a.created_at }));
+  }
+  if (last) {
+    // Pins and the head name turns of any page: they come once every turn has.
+    const pins = await d.driver.query<{ turn_id: string; pinned_at: string }>('SELECT turn_id, pinned_at FROM pins WHERE conversation_id = ? ORDER BY pinned_at, turn_id', [info.id]);
+    conversation.pins = pins.map((p) => ({ messageId: p.turn_id, pinnedAt: p.pinned_at }));
+    const head = headOf(nodes, await d.tree.register(info.id));
+    if ((head?.id ?? null) !== (nodes[nodes.length - 1]?.id ?? null)) conversation.head = head?.id ?? null;
+  }
+  const end = nodes[i - 1];
+  return {
+    format: 'pagewise', version: 1, exportedAt: new Date().toISOString(), conversations: [conversation], aliases: [],
+    ...(attachments.size > 0 ? { attachments: [...attachments.values()] } : {}),
+    cursor: !last && end ? cursorOf('export', info.id, '', [end.ord, end.origin, end.id] satisfies ExportKey) : null,
+  };
+}
+
+/** The index of the first node after `key` in written order (nodes sorted by compareKeys). */
+function firstAfter(nodes: readonly TreeNode[], key: Pick<TreeNode, 'ord' | 'origin' | 'id'>): number {
+  let lo = 0;
+  let hi = nodes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (compareKeys(nodes[mid]!, key) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

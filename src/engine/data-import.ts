@@ -19,25 +19,21 @@
 // completes. Aliases are restored through the alias API: tags and alias chains an imported alias rewrote stay
 // rewritten, as after aliases.remove().
 import type { DataDeps, ExportData, ImportReport, TurnRow } from './data-types.js';
-import { checkId, checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
-import { contentHash, describe, messageText, readArray, readRecord, validateConversationId, validateMessage } from '../common/messages.js';
+import { describe, messageText } from '../common/messages.js';
 import { utf8Bytes } from '../storage/limits.js';
 import { type NewTurn, turnRowError } from '../store/turn-store.js';
 import type { NewAttachment } from '../store/attachment-store.js';
 import { sentMessageText } from '../tokens/message-cost.js';
 import { readAttachments, toStored } from './attachments.js';
 import { resolve, spelling } from '../tags/tag-canonicalizer.js';
+import { SLICE_MS, breathe, hashTurns, invalid, readImport, type Planned, type PlannedAlias, type RowCheck } from './data-import-read.js';
 import { countCacheKey } from '../tokens/chat-format.js';
-import type { ChatMessage, MaybePromise, Statement } from '../contracts/types.js';
-import { compareKeys, type Place } from '../store/tree.js';
-import { importedHead, readTree } from './data-tree.js';
+import type { MaybePromise, Statement } from '../contracts/types.js';
+import { compareKeys } from '../store/tree.js';
+import { importedHead } from './data-tree.js';
 
 const MODULE = 'data';
-// A slice of work between two yields: at most this long, and at most this many items (in workerd the clock stands
-// still while code runs, so there the count is what ends a slice).
-const SLICE_MS = 12;
-const SLICE_ITEMS = 2000;
 // Turns per write transaction: starts small, then sized to take about SLICE_MS (tagging is most of a chunk's time).
 const FIRST_CHUNK = 32;
 const MAX_CHUNK = 512;
@@ -50,32 +46,10 @@ export interface ImportDeps extends DataDeps {
   remove: (conversationId: string, rows: TurnRow[], whole: boolean) => Promise<number>;
 }
 
-interface Planned {
-  id: string;
-  path: string;
-  messages: ChatMessage[];
-  hashes: string[];
-  pins: { id: string; at: string | undefined }[];
-  /** How many of `messages` are stored already, and the seq of the first one to write. */
-  stored: number;
-  from: number;
-  /** Each message's branch (undefined: the first), and the head the export names. */
-  places: (Place | undefined)[];
-  head: string | null | undefined;
-}
-
-interface PlannedAlias { alias: unknown; tag: unknown; conversationId: string | null; path: string }
-
 interface Journal {
   conversations: { id: string; from: number; written: number }[];
   /** Each alias the import adds, with the manual alias it replaced (restored if the import is undone). */
   aliases: { alias: string; conversationId: string | null; previous: { tag: string; createdAt: string } | null }[];
-}
-
-const breathe = () => new Promise<void>((ok) => setTimeout(ok, 0));
-
-function invalid(path: string, message: string): never {
-  throw new PagewiseError('INVALID_ARGUMENT', MODULE, `${path} ${message}`, { path });
 }
 
 function changed(conversationId: string): PagewiseError {
@@ -83,117 +57,29 @@ function changed(conversationId: string): PagewiseError {
     `Conversation ${describe(conversationId)} was changed by another call while it was being imported; nothing was imported. Import it again once those calls are done.`);
 }
 
-/** Ends a slice when it has run SLICE_MS or SLICE_ITEMS items. */
-function slicer() {
-  let start = performance.now();
-  let items = 0;
-  return {
-    due: () => ++items >= SLICE_ITEMS || performance.now() - start >= SLICE_MS,
-    async next() {
-      await breathe();
-      start = performance.now();
-      items = 0;
-    },
-  };
-}
-
-/** Whether a message fits the storage's row limit: MESSAGE_TOO_LARGE (as append would throw it), or null. */
-type RowCheck = (conversationId: string, message: ChatMessage, path: string) => PagewiseError | null;
-
-/** A conversation's turns, validated in slices. */
-async function readTurns(raw: unknown[], path: string, maxBytes: number, conversationId: string, rowCheck: RowCheck, maxAttachmentBytes: number): Promise<ChatMessage[]> {
-const messages: ChatMessage[] = new Array(raw.length);
-const ids = new Set<string>();
-const slice = slicer();
-for (let i = 0; i < raw.length; i++) {
-  const m = validateMessage(raw[i], `${path}[${i}]`, maxBytes, maxAttachmentBytes);
-  if (m.id === undefined || m.createdAt === undefined) invalid(`${path}[${i}]`, 'needs its id and createdAt, as memory.export() writes them.');
-  if (ids.has(m.id)) invalid(`${path}[${i}].id`, `repeats message id ${describe(m.id)}.`);
-  // The same check as append's, here where nothing is written yet (a chunk that failed it would undo the others).
-  const tooLarge = rowCheck(conversationId, m, `${path}[${i}]`);
-  if (tooLarge) throw tooLarge;
-  ids.add(m.id);
-  messages[i] = m;
-  if (slice.due()) await slice.next();
-}
-return messages;
-}
-
-/** Content hashes, a slice at a time: only once every conversation passed (an invalid import fails sooner). */
-async function hashTurns(c: Planned): Promise<void> {
-for (let from = 0; from < c.messages.length; from += SLICE_ITEMS) {
-  const part = await Promise.all(c.messages.slice(from, from + SLICE_ITEMS).map(contentHash));
-  for (const [k, h] of part.entries()) c.hashes[from + k] = h;
-  await breathe();
-}
-}
-
-function readAliases(value: unknown, path: string, conversationId: string | null): PlannedAlias[] {
-  if (value === undefined) return [];
-  const list = readArray(value, path, 'INVALID_ARGUMENT', MODULE);
-  if (!list) invalid(path, `must be an array (got ${describe(value)}).`);
-  return list.map((raw, i) => {
-    const a = readRecord(raw, `${path}[${i}]`, 'INVALID_ARGUMENT', MODULE);
-    if (!a) invalid(`${path}[${i}]`, `must be { alias, tag } (got ${describe(raw)}).`);
-    // Spelling here, before the turns are hashed; loops with the stored aliases where they are added.
-    spelling(a.alias, `${path}[${i}].alias`, 'db');
-    spelling(a.tag, `${path}[${i}].tag`, 'database');
-    return { alias: a.alias, tag: a.tag, conversationId, path: `${path}[${i}]` };
-  });
-}
-
-/** Step 1 without the store: the caller's data, checked whole and copied. */
-async function readImport(data: unknown, maxBytes: number, rowCheck: RowCheck, maxAttachmentBytes: number): Promise<{ conversations: Planned[]; aliases: PlannedAlias[] }> {
-const o = checkObject(data, 'import');
-if (o.format !== 'pagewise' || o.version !== 1) {
-  invalid('data', `is not pagewise's export format version 1 (format ${describe(o.format)}, version ${describe(o.version)}); pass what memory.export() returned.`);
-}
-const list = readArray(o.conversations, 'data.conversations', 'INVALID_ARGUMENT', MODULE);
-if (!list) invalid('data.conversations', `must be an array (got ${describe(o.conversations)}).`);
-const conversations: Planned[] = [];
-const aliases: PlannedAlias[] = [];
-const seen = new Set<string>();
-for (const [c, raw] of list.entries()) {
-  const path = `data.conversations[${c}]`;
-  const conv = readRecord(raw, path, 'INVALID_ARGUMENT', MODULE);
-  if (!conv) invalid(path, `must be a conversation { id, turns, pins, aliases } as memory.export() writes it (got ${describe(raw)}).`);
-  const id = validateConversationId(conv.id, `${path}.id`);
-  if (seen.has(id)) invalid(`${path}.id`, `repeats conversation ${describe(id)}.`);
-  seen.add(id);
-  const turns = readArray(conv.turns, `${path}.turns`, 'INVALID_ARGUMENT', MODULE);
-  if (!turns) invalid(`${path}.turns`, `must be an array (got ${describe(conv.turns)}).`);
-  const messages = await readTurns(turns, `${path}.turns`, maxBytes, id, rowCheck, maxAttachmentBytes);
-  const ids = new Set(messages.map((m) => m.id!));
-  const pinList = conv.pins === undefined ? [] : readArray(conv.pins, `${path}.pins`, 'INVALID_ARGUMENT', MODULE);
-  if (!pinList) invalid(`${path}.pins`, `must be an array (got ${describe(conv.pins)}).`);
-  const pins = pinList.map((p, i) => {
-    const pin = readRecord(p, `${path}.pins[${i}]`, 'INVALID_ARGUMENT', MODULE);
-    if (!pin) invalid(`${path}.pins[${i}]`, `must be { messageId, pinnedAt } (got ${describe(p)}).`);
-    const messageId = checkId(pin.messageId, `${path}.pins[${i}].messageId`);
-    if (!ids.has(messageId)) invalid(`${path}.pins[${i}].messageId`, `names no message of the conversation (${describe(messageId)}).`);
-    const at = typeof pin.pinnedAt === 'string' && !Number.isNaN(Date.parse(pin.pinnedAt)) ? new Date(pin.pinnedAt).toISOString() : undefined;
-    return { id: messageId, at };
-  });
-  aliases.push(...readAliases(conv.aliases, `${path}.aliases`, id));
-  const tree = readTree(turns, messages.map((m) => m.id!), conv.head, path);
-  conversations.push({ id, path, messages, hashes: new Array(messages.length), pins, stored: 0, from: 0, ...tree });
-}
-aliases.push(...readAliases(o.aliases, 'data.aliases', null));
-return { conversations, aliases };
-}
-
 async function state(d: ImportDeps, conversationId: string) {
   const [row] = await d.driver.query<{ n: number; last: number }>('SELECT COUNT(*) AS n, COALESCE(MAX(CASE WHEN seq >= 0 THEN seq END), -1) AS last FROM turns WHERE conversation_id = ?', [conversationId]);
   return { n: Number(row?.n ?? 0), last: Number(row?.last ?? -1) };
 }
 
-/** Step 1 with the store: what is stored of each conversation (every branch, in written order) must be the start of the imported one. */
+/**
+ * Step 1 with the store: what is stored of each conversation (every branch, in written order) must be the start of
+ * the imported one. An export page's turns start after its `after` instead (the pages before it are stored), and may
+ * be stored already (the same page again, or an earlier one: nothing new).
+ */
 async function checkStored(d: ImportDeps, c: Planned): Promise<void> {
   await d.resume(async () => {
     const nodes = (await d.tree.nodes(c.id)).sort(compareKeys);
-    for (const s of nodes) {
+    const start = c.page?.after ? nodes.findIndex((n) => n.id === c.page!.after) + 1 : 0;
+    if (c.page) checkPage(c, nodes, start);
+    c.before = start;
+    for (const s of nodes.slice(start)) {
       const i = c.stored;
       const m = c.messages[i];
+      if (!m && c.page) {
+        c.before = nodes.length - c.stored;
+        break;
+      }
       if (!m || m.id !== s.id || c.hashes[i] !== s.hash) {
         throw new PagewiseError('ID_CONFLICT', MODULE,
           `Conversation ${describe(c.id)} is stored with other messages than the import has (stored message ${i}: ${describe(s.id)}, imported: ${describe(m?.id)}); nothing was imported. Import it under another conversation id, or forget the stored one first.`,
@@ -203,6 +89,23 @@ async function checkStored(d: ImportDeps, c: Planned): Promise<void> {
     }
     c.from = (await state(d, c.id)).last + 1;
   });
+}
+
+/** An export page's checks against the store: the page before it is there, and so is every turn it names from earlier pages. */
+function checkPage(c: Planned, nodes: readonly { id: string }[], start: number): void {
+  if (c.page!.after !== null && start === 0) {
+    throw new PagewiseError('ID_CONFLICT', MODULE,
+      `Conversation ${describe(c.id)}'s page follows message ${describe(c.page!.after)}, which is not stored; nothing was imported. Import the pages in the order export() gave them, from the first.`,
+      { path: `${c.path}.after` });
+  }
+  const stored = new Set(nodes.map((n) => n.id));
+  for (const id of c.page!.outside) {
+    if (!stored.has(id)) {
+      throw new PagewiseError('ID_CONFLICT', MODULE,
+        `Conversation ${describe(c.id)}'s page names message ${describe(id)} (a branch's start, a pin or the head) that neither it nor the stored pages hold; nothing was imported. Import the pages in the order export() gave them, from the first.`,
+        { path: c.path });
+    }
+  }
 }
 
 /** Step 1 for aliases, against the aliases stored now: each as aliases.add() will take it, in order. */
@@ -288,7 +191,7 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
   let journaled = false;
   const unchanged = async (c: Planned, written: number) => {
     const s = await state(d, c.id);
-    if (s.n !== c.stored + written || s.last !== c.from + written - 1) throw changed(c.id);
+    if (s.n !== c.before + c.stored + written || s.last !== c.from + written - 1) throw changed(c.id);
   };
   try {
     await d.resume(async () => {
@@ -345,7 +248,8 @@ async function write(d: ImportDeps, plan: Planned[], aliases: PlannedAlias[], bl
       const statements: Statement[] = [];
       // Branches: the conversation moves to its head (the journal's seq ranges hold until this transaction).
       for (const c of fresh) {
-        if (c.head === undefined && !c.places.some(Boolean)) continue;
+        // (A page's turns are written after the path the pages before it left: it always moves to its head.)
+        if (c.head === undefined && !c.places.some(Boolean) && !c.page) continue;
         const move = await importedHead(d, c.id, c.head, now);
         statements.push(...move.statements);
         if (move.moved) moved.push(c.id);

@@ -11,6 +11,7 @@ import type { TurnStore } from '../store/turn-store.js';
 import type { TagIndex } from '../tags/tag-index.js';
 import type { TagStore } from '../tags/tag-store.js';
 import { memoryTools, runTool } from './tools.js';
+import { asksPage, cursorOf, pageOf, readPage } from '../common/pages.js';
 import type { CompactionReport, Summary, Tokenizer } from '../contracts/types.js';
 
 const MODULE = 'engine';
@@ -75,14 +76,18 @@ export function hierarchyApi(d: HierarchyDeps): HierarchyMethods {
       return reports.splice(0);
     },
 
-    summaries(id, filterArg) {
+    summaries(id: string, filterArg?: unknown) {
       return on(() => validateConversationId(id), async (conversationId) => {
         const filter = optionalObject(filterArg, 'filter') as { kind?: Summary['kind'] };
         if (filter.kind !== undefined && !['segment', 'rollup', 'master', 'tag'].includes(filter.kind)) {
-          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".');
+          throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'filter.kind must be "segment", "rollup", "master" or "tag".', { path: 'filter.kind' });
         }
-        return (await summaries.list(conversationId, filter.kind)).map(({ rowid: _r, ...x }) => x);
-      });
+        if (!asksPage(filterArg)) return (await summaries.list(conversationId, filter.kind)).map(({ rowid: _r, ...x }) => x);
+        // Pages in the order summaries were written (row ids only grow): one written meanwhile comes at the end.
+        const { limit, at } = readPage('summaries', conversationId, filter.kind ?? '', filterArg, (x): x is number => Number.isSafeInteger(x));
+        const { items, more } = pageOf(await summaries.listAfter(conversationId, at ?? 0, limit + 1, filter.kind), limit);
+        return { items: items.map(({ rowid: _r, ...x }) => x), cursor: more ? cursorOf('summaries', conversationId, filter.kind ?? '', items[items.length - 1]!.rowid) : null };
+      }) as never;
     },
 
     regenerateSummaries(id, optionsArg) {

@@ -10,6 +10,9 @@ import type { Memory } from '../contracts/memory.js';
 import { describe, validateConversationId } from '../common/messages.js';
 import { mainTopics } from '../retrieval/broad.js';
 import { publicTurn } from '../store/turn-store.js';
+import { asksPage, cursorOf, pageBudget, pageOf, readPage } from '../common/pages.js';
+import type { Page } from '../contracts/types-ops.js';
+import type { StoredTurn } from '../contracts/types.js';
 import type { TagStat } from '../tags/tag-store.js';
 
 const MODULE = 'engine';
@@ -38,8 +41,9 @@ export function inspectionApi(d: InspectionDeps): InspectionMethods {
       return serial(() => store.conversations());
     },
 
-    turns(id, range) {
+    turns(id: string, range?: unknown) {
       return on(() => validateConversationId(id), async (conversationId) => {
+        if (asksPage(range)) return turnsPage(d, conversationId, range) as never;
         const { from = 0, limit = 1000, branch } = optionalObject(range, 'range') as { from?: unknown; limit?: unknown; branch?: unknown };
         if (!(await store.conversation(conversationId))) {
           throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
@@ -49,11 +53,16 @@ export function inspectionApi(d: InspectionDeps): InspectionMethods {
         }
         if (branch !== undefined) return (await d.pathTurns(conversationId, checkId(branch, 'range.branch'), from as number, limit as number)).map(publicTurn);
         return (await store.range(conversationId, from as number, limit as number)).map(publicTurn);
-      });
+      }) as never;
     },
 
-    tags(id) {
-      return on(() => validateConversationId(id), (conversationId) => tagStore.vocabulary(conversationId));
+    tags(id, page?: unknown) {
+      return on(() => validateConversationId(id), async (conversationId) => {
+        if (!asksPage(page)) return tagStore.vocabulary(conversationId);
+        const { limit, at } = readPage('tags', conversationId, '', page, (x): x is string => typeof x === 'string');
+        const { items, more } = pageOf(await tagStore.vocabularyAfter(conversationId, at ?? '', limit + 1), limit);
+        return { items, cursor: more ? cursorOf('tags', conversationId, '', items[items.length - 1]!.tag) : null };
+      }) as never;
     },
 
     topics(id, options) {
@@ -89,6 +98,53 @@ export function inspectionApi(d: InspectionDeps): InspectionMethods {
       });
     },
   };
+}
+
+// Turns read per query while a page fills (a page stops at the byte cap long before 10,000 large turns).
+const TURN_CHUNK = 256;
+type TurnKey = [id: string, position: number];
+const isTurnKey = (x: unknown): x is TurnKey => Array.isArray(x) && x.length === 2 && typeof x[0] === 'string' && Number.isSafeInteger(x[1]) && (x[1] as number) >= 0;
+
+/**
+ * A page of the current path's turns (or of the path through `branch`). The cursor keys on the last turn given: the
+ * next page goes on after it on the path as it is then. Positions on the path do not shift as the conversation grows;
+ * a checkout that takes that turn off the path makes the cursor refused (list again from the first page).
+ */
+async function turnsPage(d: Pick<InspectionDeps, 'store' | 'pathTurns'>, conversationId: string, options: { cursor: unknown; limit?: unknown; branch?: unknown; from?: unknown }): Promise<Page<StoredTurn>> {
+  if (options.from !== undefined) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'page.from is for the list without cursor: a page starts where its cursor says (null: the start).', { path: 'page.from' });
+  const branch = options.branch === undefined ? undefined : checkId(options.branch, 'page.branch');
+  const { limit, at } = readPage('turns', conversationId, branch ?? '', options, isTurnKey);
+  if (!(await d.store.conversation(conversationId))) {
+    throw new PagewiseError('CONVERSATION_NOT_FOUND', MODULE, `No conversation ${describe(conversationId)} is stored. List them with memory.conversations().`);
+  }
+  let from = at === null ? 0 : at[1] + 1;
+  if (at !== null && branch === undefined) {
+    const [last] = await d.store.byIds(conversationId, [at[0]]);
+    if (last && last.seq < 0) {
+      throw new PagewiseError('INVALID_ARGUMENT', MODULE, `The turn this cursor stopped at (${describe(at[0])}) is no longer on the conversation's current branch (a checkout or an edit moved it): list again from { cursor: null }, or pass { branch } to page through another branch.`, { path: 'page.cursor' });
+    }
+    // A forgotten turn leaves its position empty: the page goes on from there.
+    if (last) from = last.seq + 1;
+  }
+  const read = (start: number, n: number) => (branch === undefined ? d.store.range(conversationId, start, n) : d.pathTurns(conversationId, branch, start, n));
+  const budget = pageBudget();
+  const items: StoredTurn[] = [];
+  let more = false;
+  for (;;) {
+    const want = Math.min(TURN_CHUNK, limit - items.length) + 1;
+    const rows = await read(from, want);
+    const taken = rows.slice(0, want - 1).map(publicTurn);
+    let k = 0;
+    while (k < taken.length && budget.fits(taken[k])) items.push(taken[k++]!);
+    if (k < taken.length || items.length >= limit) {
+      more = rows.length > k;
+      break;
+    }
+    if (rows.length < want) break;
+    from = taken[taken.length - 1]!.seq + 1;
+  }
+  const last = items[items.length - 1];
+  return { items, cursor: more && last ? cursorOf('turns', conversationId, branch ?? '', [last.id, last.seq] satisfies TurnKey) : null };
 }
 
 /**

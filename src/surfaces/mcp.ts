@@ -11,7 +11,7 @@ import { serveMcpHttpWith, type McpHttpOptions } from './mcp-http.js';
 import { answer, conversationIds, conversationTags, enableLogging, progress, uriPart, type Extra, type Log } from './mcp-support.js';
 import { inline } from '../common/as-data.js';
 import { isAttachmentPart } from '../common/parts.js';
-import type { ChatMessage } from '../contracts/types.js';
+import type { ChatMessage, Summary } from '../contracts/types.js';
 import type { Attachment } from '../contracts/types-data.js';
 
 export { checkHttpOptions, isLoopback, type McpHttpOptions } from './mcp-http.js';
@@ -130,16 +130,17 @@ function registerTools(server: McpServer, memory: Memory, log: Log): void {
   }, ({ conversationId, tag, from }, extra) => answer(c('expand_topic', extra), () => expandTopic(memory, conversationId, tag, from), ['text']));
 
   server.registerTool('domain_status', {
-    description: 'What is stored: conversations with their turns, and one conversation\'s topics (tags) with summaries when given.',
+    description: 'What is stored: conversations with their turns, and one conversation\'s topics (tags) with summaries when given; usage and health figures (tokens injected and saved, recall by signal, compactions, bytes, latency, errors, queues) of that conversation or of all.',
     inputSchema: { conversationId: z.string().optional() },
   }, ({ conversationId }, extra) => answer(c('domain_status', extra), async () => {
     const conversations = await memory.conversations();
-    if (!conversationId) return { conversations };
+    if (!conversationId) return { conversations, stats: await memory.stats() };
     return {
       conversation: conversations.find((x) => x.id === conversationId) ?? null,
       tags: (await memory.tags(conversationId)).slice(0, 50),
-      summaries: (await memory.summaries(conversationId)).length,
+      summaries: await countSummaries(memory, conversationId),
       embeddings: await memory.embeddingStatus(conversationId),
+      stats: await memory.stats({ conversationId }),
     };
   }));
 
@@ -227,11 +228,30 @@ function registerResources(server: McpServer, memory: Memory): void {
   }), {
     description: 'The summaries of one topic of a conversation (made when it is compacted), as a model reads them: each in a <summary> block inside <prior-conversation>.', mimeType: 'text/plain',
   }, async (uri, { conversationId, tag }) => {
-    const all = await memory.summaries(uriPart(conversationId));
     const wanted = uriPart(tag);
-    const summaries = all.filter((s) => s.tag === wanted || s.tags.includes(wanted));
+    const summaries: Summary[] = [];
+    await eachSummaryPage(memory, uriPart(conversationId), (page) => { summaries.push(...page.filter((s) => s.tag === wanted || s.tags.includes(wanted))); });
     return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: renderMemory([], summaries.map(renderSummary)) }] };
   });
+}
+
+/**
+ * A conversation's summaries a page at a time: a long conversation's whole list passes what one value may carry over
+ * Workers RPC (a memory at the edge answers RESULT_TOO_LARGE), and only what is kept of each page stays in memory here.
+ */
+async function eachSummaryPage(memory: Memory, conversationId: string, each: (page: Summary[]) => void): Promise<void> {
+  let cursor: string | null = null;
+  do {
+    const page: { items: Summary[]; cursor: string | null } = await memory.summaries(conversationId, { cursor, limit: 10_000 });
+    each(page.items);
+    cursor = page.cursor;
+  } while (cursor !== null);
+}
+
+async function countSummaries(memory: Memory, conversationId: string): Promise<number> {
+  let n = 0;
+  await eachSummaryPage(memory, conversationId, (page) => { n += page.length; });
+  return n;
 }
 
 function registerPrompts(server: McpServer, memory: Memory): void {
