@@ -137,7 +137,7 @@ async function unitsAt(d: RetagDeps, conversationId: string, seqs: readonly numb
  * again from what is left of them; the terms of the forgotten turns leave the term counts (a term no kept turn
  * uses is gone); every other unit keeps its tags. (Re-tagging the whole conversation took seconds per 10,000 turns.)
  */
-async function retagPlan(d: RetagDeps, conversationId: string, rows: ReadonlyArray<{ seq: number }>): Promise<Statement[]> {
+export async function retagPlan(d: RetagDeps, conversationId: string, rows: ReadonlyArray<{ seq: number }>): Promise<Statement[]> {
   const { driver } = d;
   const forgotten = new Set(rows.map((r) => r.seq));
   const affected = [...(await unitsAt(d, conversationId, [...forgotten])).values()].filter((u) => u.endSeq >= u.at);

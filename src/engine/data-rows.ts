@@ -37,7 +37,7 @@ export async function storedConversation(store: TurnStore, value: unknown, path 
  * `retag`: the tag index's rewrite (a partial forget); without it, the conversation's tag index goes whole and is
  * rebuilt from what is left. Resolves with the number of summaries removed.
  */
-export type Remove = ((conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra?: Statement[], purgeLater?: boolean) => Promise<number>) & {
+export type Remove = ((conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra?: Statement[], purgeLater?: boolean, touch?: boolean) => Promise<number>) & {
   /** The purge a removal with `purgeLater` left to its caller (once after many: sync's tombstones of many conversations). */
   purge(): Promise<void>;
 };
@@ -64,7 +64,9 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
     await driver.query('VACUUM');
   };
 
-  const remove = async (conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra: Statement[] = [], purgeLater = false): Promise<number> => {
+  // `touch`: the conversation counts as updated now (retention's removals leave its time as it was: a conversation
+  // trimmed for its age is not a recent one).
+  const remove = async (conversationId: string, rows: readonly TurnRow[], whole: boolean, retag?: Statement[], extra: Statement[] = [], purgeLater = false, touch = true): Promise<number> => {
     const summaries = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM summaries WHERE conversation_id = ?', [conversationId]);
     // `extra`: what the caller writes in the same transaction (forget's tombstones, a sync's cursor).
     const statements: Statement[] = [KEEP_FLOOR, ...extra, { sql: 'DROP TRIGGER turns_no_delete' }];
@@ -84,7 +86,7 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
       );
     }
     // An attachment no kept turn (of any conversation) refers to goes with them, its bytes with it.
-    statements.push({ sql: NO_DELETE }, ...derivedRemoval(conversationId, whole, retag), ...ATTACHMENT_SWEEP);
+    statements.push({ sql: NO_DELETE }, ...derivedRemoval(conversationId, whole, retag, touch), ...ATTACHMENT_SWEEP);
     await driver.query('PRAGMA secure_delete = ON');
     await driver.batch(statements);
     d.uncache(conversationId);
@@ -95,7 +97,7 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
 }
 
 /** What is derived from the conversation's turns as a whole: removed, and rebuilt from what is left. */
-export function derivedRemoval(conversationId: string, whole: boolean, retag: Statement[] | undefined): Statement[] {
+export function derivedRemoval(conversationId: string, whole: boolean, retag: Statement[] | undefined, touch = true): Statement[] {
   const statements: Statement[] = [
     { sql: 'DELETE FROM summaries_fts WHERE rowid IN (SELECT rowid FROM summaries WHERE conversation_id = ?)', params: [conversationId] },
     { sql: 'DELETE FROM summary_tags WHERE conversation_id = ?', params: [conversationId] },
@@ -107,6 +109,8 @@ export function derivedRemoval(conversationId: string, whole: boolean, retag: St
       { sql: 'DELETE FROM units WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM tags WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM term_df WHERE conversation_id = ?', params: [conversationId] },
+      // The index is made again by the tagger configured now.
+      { sql: 'DELETE FROM tag_signatures WHERE conversation_id = ?', params: [conversationId] },
     ]),
     { sql: "DELETE FROM tag_aliases WHERE conversation_id = ? AND source = 'auto'", params: [conversationId] },
   ];
@@ -118,9 +122,12 @@ export function derivedRemoval(conversationId: string, whole: boolean, retag: St
       { sql: 'DELETE FROM sync_alias_removals WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM tag_aliases WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM llm_usage WHERE conversation_id = ?', params: [conversationId] },
+      { sql: 'DELETE FROM usage_counters WHERE conversation_id = ?', params: [conversationId] },
+      // Its own retention policy goes with it (a conversation of the same id later starts with the option's).
+      { sql: 'DELETE FROM retention_policies WHERE conversation_id = ?', params: [conversationId] },
       { sql: 'DELETE FROM conversations WHERE id = ?', params: [conversationId] },
     );
-  } else {
+  } else if (touch) {
     statements.push({ sql: 'UPDATE conversations SET updated_at = ? WHERE id = ?', params: [new Date().toISOString(), conversationId] });
   }
   return statements;
