@@ -2,7 +2,7 @@
 // transport has (syncState, syncChanges, applySync). It runs where it is called — in-process, in the page for the
 // worker client, in the calling Worker for a Durable Object stub — so `other` may be any Memory, or remoteMemory().
 import { PagewiseError } from '../contracts/errors.js';
-import type { SyncApplied, SyncBatch, SyncCursor, SyncMissing, SyncOptions, SyncPeer, SyncRenewal, SyncReport } from '../contracts/types-sync.js';
+import type { SyncApplied, SyncBatch, SyncCursor, SyncMissing, SyncOptions, SyncPeer, SyncRenewal, SyncReport, SyncState } from '../contracts/types-sync.js';
 import { describe, readArray, readRecord, validateConversationId } from './messages.js';
 
 const MODULE = 'sync';
@@ -35,7 +35,9 @@ function readOptions(options: unknown) {
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') invalid('options.onProgress', 'must be a function.');
   const signal = o.signal as AbortSignal | undefined;
   if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean')) invalid('options.signal', 'must be an AbortSignal.');
+  if (o.resync !== undefined && typeof o.resync !== 'boolean') invalid('options.resync', `must be true or false (got ${describe(o.resync)}).`);
   return {
+    resync: o.resync === true,
     conversations: readConversationFilter(o.conversations, 'options.conversations'),
     maxTurns: readCount(o.batchTurns, 'options.batchTurns', DEFAULT_BATCH_TURNS, MAX_BATCH_TURNS),
     maxBytes: readCount(o.batchBytes, 'options.batchBytes', DEFAULT_BATCH_BYTES),
@@ -54,7 +56,22 @@ function checkPeer(other: unknown): SyncPeer {
 
 const bytesOf = (batch: SyncBatch): number => new TextEncoder().encode(JSON.stringify(batch)).length;
 
-type Direction = { from: SyncPeer; to: SyncPeer; fromId: string; toId: string; direction: 'pull' | 'push' };
+type Direction = { from: SyncPeer; to: SyncPeer; fromId: string; toId: string; direction: 'pull' | 'push'; resync?: boolean };
+
+/** A side was found to need a resync in the middle of a run (the other compacted meanwhile): the run stops there. */
+class Behind {
+  constructor(readonly replica: string, readonly peer: string) {}
+}
+
+/** `call`'s answer; SYNC_RESYNC_REQUIRED from it means `replica` must resync with `peer` (thrown as Behind). */
+async function orBehind<T>(call: Promise<T>, replica: string, peer: string): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof PagewiseError && error.code === 'SYNC_RESYNC_REQUIRED') throw new Behind(replica, peer);
+    throw error;
+  }
+}
 
 function stopped(o: ReturnType<typeof readOptions>): void {
   if (o.signal?.aborted) throw new PagewiseError('ABORTED', MODULE, 'The sync was stopped; what was applied stays, and the next sync goes on from there.');
@@ -111,10 +128,10 @@ async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMiss
   await fetchAttachments(p, cursor, missing, o, report);
   for (;;) {
     stopped(o);
-    const batch = await from.syncChanges({ to: toId, cursor, ...(o.conversations ? { conversations: o.conversations } : {}), maxTurns: o.maxTurns, maxBytes: o.maxBytes });
+    const batch = await orBehind(from.syncChanges({ to: toId, cursor, ...(o.conversations ? { conversations: o.conversations } : {}), maxTurns: o.maxTurns, maxBytes: o.maxBytes, ...(p.resync ? { resync: true } : {}) }), toId, p.fromId);
     checkBatch(batch, p);
     const size = bytesOf(batch);
-    const applied: SyncApplied = await to.applySync(batch);
+    const applied: SyncApplied = await orBehind(to.applySync(batch), p.fromId, toId);
     batches++;
     bytes += size;
     turns += applied.turns;
@@ -123,6 +140,7 @@ async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMiss
     report.pins += applied.pins;
     report.aliases += applied.aliases;
     report.conflicts.push(...applied.conflicts);
+    if (applied.resynced !== undefined) report.resynced = (report.resynced ?? 0) + applied.resynced;
     if (applied.clock) {
       for (const k of ['held', 'clamped', 'refused'] as const) report.clock[k] += applied.clock[k];
       report.clock.aheadMs = Math.max(report.clock.aheadMs, applied.clock.aheadMs);
@@ -174,13 +192,70 @@ export async function runSync(self: SyncPeer, other: unknown, options?: SyncOpti
     pushed: 0, pulled: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0, attachments: 0, batches: 0, bytes: 0, ms: 0,
     renewed: [], clock: { held: 0, clamped: 0, refused: 0, aheadMs: 0 },
   };
-  const { selfId, ours, theirs } = await handshake(self, peer, o.conversations, report.renewed);
   const changed = new Set<string>();
-  await move({ from: peer, to: self, fromId: theirs.replica, toId: selfId, direction: 'pull' }, ours.cursor, ours.missing, o, report, changed);
-  await move({ from: self, to: peer, fromId: selfId, toId: theirs.replica, direction: 'push' }, theirs.cursor, theirs.missing, o, report, changed);
-  report.conversations = [...changed].sort();
-  report.ms = performance.now() - started;
-  return report;
+  const done = () => {
+    report.conversations = [...changed].sort();
+    report.ms = performance.now() - started;
+    return report;
+  };
+  try {
+    let shake = await handshake(self, peer, o.conversations, report.renewed);
+    // A side that has not read forgets the other has compacted, or that has a resync with it under way, resyncs
+    // first (then the ids and cursors are read again).
+    for (let round = 0; needsResync(shake); round++) {
+      if (round === 2) {
+        const mine = shake.theirs.resyncRequired === true || (!shake.ours.resyncRequired && shake.ours.resyncing === true);
+        report.resync = mine ? { replica: shake.selfId, with: shake.theirs.replica, turns: 0 } : { replica: shake.theirs.replica, with: shake.selfId, turns: 0 };
+        return done();
+      }
+      if (!(await resync(self, peer, shake, o, report, changed))) return done();
+      shake = await handshake(self, peer, o.conversations, report.renewed);
+    }
+    const { selfId, ours, theirs } = shake;
+    await move({ from: peer, to: self, fromId: theirs.replica, toId: selfId, direction: 'pull' }, ours.cursor, ours.missing, o, report, changed);
+    await move({ from: self, to: peer, fromId: selfId, toId: theirs.replica, direction: 'push' }, theirs.cursor, theirs.missing, o, report, changed);
+  } catch (error) {
+    if (!(error instanceof Behind)) throw error;
+    report.resync = { replica: error.replica, with: error.peer, turns: 0 };
+  }
+  return done();
+}
+
+type Shake = { selfId: string; ours: SyncState; theirs: SyncState };
+
+const needsResync = (s: Shake): boolean => Boolean(s.theirs.resyncRequired || s.ours.resyncRequired || s.ours.resyncing || s.theirs.resyncing);
+
+/**
+ * The side that must resync (this one, or the other) marks the turns it received and pulls everything the other
+ * holds in resync mode; its last batch lets go of what is still marked. It starts when `options.resync` allows it,
+ * or when it has nothing to let go (a new replica, one that only wrote); one under way goes on. Resolves false when
+ * it may not (then the report says which side must run `sync(other, { resync: true })`, or that both are stuck).
+ */
+async function resync(self: SyncPeer, peer: SyncPeer, shake: Shake, o: ReturnType<typeof readOptions>, report: SyncReport, changed: Set<string>): Promise<boolean> {
+  const { selfId, ours, theirs } = shake;
+  // Each side deleted forgets the other never read: neither may take the other's turns, so nothing is let go.
+  if (theirs.resyncRequired && ours.resyncRequired) {
+    report.resync = { replica: selfId, with: theirs.replica, turns: 0, both: true };
+    return false;
+  }
+  const mine = theirs.resyncRequired === true || (!ours.resyncRequired && ours.resyncing === true);
+  // The cursor the side behind keeps for the one ahead (where a resync under way goes on from).
+  const s = mine
+    ? { behind: self, ahead: peer, behindId: selfId, aheadId: theirs.replica, going: ours.resyncing, cursor: ours.cursor, allowed: o.resync, direction: 'pull' as const }
+    : { behind: peer, ahead: self, behindId: theirs.replica, aheadId: selfId, going: theirs.resyncing, cursor: theirs.cursor, allowed: false, direction: 'push' as const };
+  const stop = (turns: number) => { report.resync = { replica: s.behindId, with: s.aheadId, turns }; return false; };
+  let cursor = s.cursor;
+  if (!s.going) {
+    // Over HTTP the endpoint ignores `resync`: no answer, so the side behind must run it itself.
+    const check = (await s.behind.syncState(s.aheadId, o.conversations, { resync: 'check' })).resync;
+    if (!check || (check.turns > 0 && !s.allowed)) return stop(check?.turns ?? 0);
+    const started = await s.behind.syncState(s.aheadId, o.conversations, { resync: 'start' });
+    if (!started.resync?.started) return stop(check.turns);
+    cursor = started.cursor;
+  }
+  report.resynced ??= 0;
+  await move({ from: s.ahead, to: s.behind, fromId: s.aheadId, toId: s.behindId, direction: s.direction, resync: true }, cursor, undefined, o, report, changed);
+  return true;
 }
 
 /** Adds `sync` to an object with the Memory API's sync methods (each transport's own, like `close`). */

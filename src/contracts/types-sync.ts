@@ -47,6 +47,19 @@ export interface SyncState {
   renewed?: SyncRenewal;
   /** Turns received stamped too far ahead of this replica's clock, waiting for it (see SyncClock). */
   held?: number;
+  /**
+   * Set when `peer` must resync with this replica before they sync again: this replica deleted forgets (tombstones)
+   * that `peer` has not read in these conversations — it was away longer than `tombstoneRetentionDays`, or it is new
+   * here — so copies of forgotten turns it may hold could come back. Only shown when the call was shown `seen`.
+   */
+  resyncRequired?: true;
+  /** What `options.resync` did: the received turns this replica marked (`started`), or would mark (`check`). */
+  resync?: { turns: number; started: boolean };
+  /**
+   * A resync of this replica with `peer` (for these conversations) is under way: the pull from `peer` goes on with
+   * `SyncRequest.resync`, and its last batch ends it.
+   */
+  resyncing?: true;
 }
 
 /**
@@ -75,6 +88,14 @@ export interface SyncStateOptions {
    * sync endpoint ignores it (a caller over HTTP cannot make the edge renew).
    */
   renew?: boolean;
+  /**
+   * Start a resync with `peer` for these conversations (in-process, the worker and a Durable Object stub; the sync
+   * endpoint ignores it): 'start' marks every turn of them this replica received from others — nothing goes yet —
+   * and drops its cursor for `peer` under these conversations, so the pull (with `SyncRequest.resync`) reads it from
+   * the start; each turn `peer` sends is unmarked, and what is still marked when its last batch is applied goes
+   * (`peer` no longer holds it). This replica's own turns are never let go. 'check' only counts what 'start' marks.
+   */
+  resync?: 'check' | 'start';
 }
 
 /** What `syncChanges` is asked for. */
@@ -94,6 +115,12 @@ export interface SyncRequest {
    * within `maxBytes`. Only attachments a shareable turn of the conversations refers to are sent.
    */
   attachments?: SyncMissing[];
+  /**
+   * A resync's pull: every shareable turn, those received from `to` too, and a cursor that passes the forgets this
+   * replica has compacted. Without it, a cursor below them is held there (and the reader told to resync). The sync
+   * endpoint ignores it.
+   */
+  resync?: boolean;
 }
 
 /**
@@ -197,6 +224,8 @@ export interface SyncBatch {
   aliases: SyncAlias[];
   /** Checkouts, whole with the last batch. */
   heads?: SyncHead[];
+  /** Read for a resync (SyncRequest.resync): the receiver's resync with the sender ends with the last batch. */
+  resync?: true;
   /** Pieces of attachments' bytes, when the request asked for them (then the batch carries no turns). */
   attachments?: SyncAttachmentPiece[];
 }
@@ -235,6 +264,8 @@ export interface SyncApplied {
   missing?: SyncMissing[];
   /** What this replica's clock did with the batch: see SyncClock. */
   clock?: SyncClock;
+  /** The last batch of a resync: received turns let go here because the sender no longer holds them. */
+  resynced?: number;
 }
 
 /**
@@ -270,6 +301,31 @@ export interface SyncOptions {
   onProgress?: (progress: SyncProgress) => void;
   /** Stops between batches (what was applied stays; the next sync resumes there). */
   signal?: AbortSignal;
+  /**
+   * Resync this replica with `other` when the sync says it must (`SyncReport.resync`): it pulls everything `other`
+   * holds again, then lets go of the turns it had received that `other` no longer holds (forgotten there). Nothing
+   * goes before the pull is complete; a resync stopped half-way goes on at the next sync. Its own turns always stay.
+   * With `conversations`, only those conversations resync.
+   */
+  resync?: boolean;
+}
+
+/**
+ * A sync that stopped before moving anything: `replica` must resync with `with` — `with` has deleted forgets that
+ * `replica` never read, so copies of forgotten turns `replica` may hold must not travel. Run
+ * `memory.sync(other, { resync: true })` on `replica` (with `other` the memory whose id is `with`).
+ */
+export interface SyncResync {
+  replica: string;
+  with: string;
+  /** The received turns `replica` would check against `with` (those `with` no longer holds go; its own turns stay). */
+  turns: number;
+  /**
+   * Each side deleted forgets the other never read, so neither can take the other's turns, and a resync cannot help:
+   * nothing moved and nothing was let go. Keep one of the two, and replace the other with a new, empty memory synced
+   * from it (`export` and `import` can bring a conversation across, with whatever was forgotten in it).
+   */
+  both?: true;
 }
 
 /** What `memory.sync(other)` moved. Syncing again at once moves nothing. */
@@ -295,6 +351,10 @@ export interface SyncReport {
   renewed: SyncRenewal[];
   /** Changes either side took otherwise because they are stamped too far ahead of its clock (see SyncClock). */
   clock: SyncClock;
+  /** Set when the sync stopped because a side must resync first (see SyncResync); nothing else moved. */
+  resync?: SyncResync;
+  /** Received turns let go at the end of a resync because the side resynced with no longer holds them (forgotten there). */
+  resynced?: number;
 }
 
 /**

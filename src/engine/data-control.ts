@@ -20,7 +20,8 @@ export function dataApi(d: DataDeps) {
   const { export: exportData, exportDatabase, rekey } = exportApi(d);
   return {
     ...forgetApi({ ...d, remove, sync }),
-    ...syncReadApi({ driver: d.driver, sync, attachments: d.attachments, serial: d.serial, tree: d.tree }),
+    // The read side gives syncChanges; the apply side syncState (where a resync starts) and applySync (where its sweep runs).
+    syncChanges: syncReadApi({ driver: d.driver, sync, attachments: d.attachments, serial: d.serial, tree: d.tree }).syncChanges,
     ...syncApplyApi({ ...d, sync, remove }),
     export: exportData,
     ...importApi({ ...d, turnRows: (conversationId, where, params) => turnRows(d.driver, conversationId, where, params), remove }),

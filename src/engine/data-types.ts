@@ -35,6 +35,8 @@ export interface DataDeps {
   maxAttachmentBytes: number;
   /** How far ahead of this clock a synced change may be stamped (ms); one further ahead is held. */
   maxClockSkewMs: number;
+  /** Sync: days a peer not heard from still holds tombstone compaction back (null: until it has read them). */
+  tombstoneRetentionDays: number | null;
   /** The conversation as a tree (forget and sync move its positions to the head the tree has after them). */
   tree: TreeStore;
 }

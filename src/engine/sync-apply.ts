@@ -3,7 +3,8 @@
 // replica orders a conversation by (order key, origin, id) — with the cursor the batch reached, in one transaction;
 // then pins and manual aliases by their merge rules. Derived data is never received: it is rebuilt here.
 import { readBatch, readTurn, wireTurn, type IncomingPiece, type IncomingTurn, type ReadBatch } from './sync-batch.js';
-import { MISSING_PER_ASK } from './sync-changes.js';
+import { MISSING_PER_ASK, syncReadApi } from './sync-changes.js';
+import { checkSender, compactAfterRead, resyncStart, resyncSweep } from './sync-compaction.js';
 import { completeStatement } from '../store/attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
 import { sentMessageText } from '../tokens/message-cost.js';
@@ -49,7 +50,7 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
     const before = Math.max(stored.before, ...tombstones.map((t) => (t.id === undefined ? t.ord : 0)));
     const named = tombstones.filter((t): t is SyncTombstone & { id: string } => t.id !== undefined);
     // Held turns they cover go too (their text is here, set aside).
-    const statements = [...tombstones.map((t) => sync.tombstoneStatement(t)), sync.dropHeldStatement(conversationId, before, named)];
+    const statements = [sync.heardStatement(batch.from, batch.conversations, nowIso), ...tombstones.map((t) => sync.tombstoneStatement(t)), sync.dropHeldStatement(conversationId, before, named)];
     const rows = await sync.covered(conversationId, before, named);
     if (rows.length === 0) {
       await driver.batch(statements);
@@ -57,7 +58,7 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
     }
     const left = await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM turns WHERE conversation_id = ?', [conversationId]);
     const whole = rows.length >= Number(left[0]?.n ?? 0);
-    await d.remove(conversationId, rows, whole, undefined, statements, true);
+    await d.remove(conversationId, rows, whole, undefined, statements, true, false);
     removed = true;
     applied.forgotten += rows.length;
     changed.add(conversationId);
@@ -236,6 +237,8 @@ async function bounded(d: SyncApplyDeps, batch: ReadBatch, bound: number, now: n
 interface FirstSlice {
   applied: SyncApplied;
   batch: ReadBatch;
+  /** Every turn the sender sent (held, stored already or not): each is one it holds, for a resync under way with it. */
+  sent: ReadBatch['turns'];
   hold: Statement[];
   release: number[];
   changed: Set<string>;
@@ -252,6 +255,8 @@ async function applyFirst(d: SyncApplyDeps, read: ReadBatch): Promise<FirstSlice
   const me = await sync.replica();
   if (read.to !== me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, `batch.to is ${describe(read.to)}, not this replica (${describe(me)}): the batch was read for another one; nothing was applied.`, { path: 'batch.to' });
   if (read.from === me) throw new PagewiseError('INVALID_ARGUMENT', MODULE, 'batch.from is this replica itself; a replica does not sync with itself.', { path: 'batch.from' });
+  // A sender that has not read the forgets compacted here may hold what they covered: refused before anything is applied.
+  await checkSender(sync, read.from, read.conversations, read.turns);
   const now = Date.now();
   const nowIso = new Date(now).toISOString();
   const applied: SyncApplied = { turns: 0, forgotten: 0, conversations: [], conflicts: [], pins: 0, aliases: 0 };
@@ -292,7 +297,7 @@ async function applyFirst(d: SyncApplyDeps, read: ReadBatch): Promise<FirstSlice
     await settlePath(d, conversationId);
     changed.add(conversationId);
   }
-  return { applied, batch, hold, release, changed, nowIso };
+  return { applied, batch, sent: read.turns, hold, release, changed, nowIso };
 }
 
 /**
@@ -302,7 +307,13 @@ async function applyFirst(d: SyncApplyDeps, read: ReadBatch): Promise<FirstSlice
  */
 async function applyLast(d: SyncApplyDeps, f: FirstSlice): Promise<void> {
   const { batch, nowIso } = f;
-  await d.driver.batch([...f.hold, ...(f.release.length > 0 ? [d.sync.releaseStatement(f.release)] : []), d.sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso)]);
+  // The last batch of every conversation: this replica has read all the peer's tombstones (see compactAfterRead).
+  const settled = !batch.more && batch.conversations === null;
+  // A resync with the sender under way: what it sent, it holds (no longer marked to go).
+  const unmark = f.sent.length > 0 && (await d.sync.resyncingAny(batch.from)) ? [d.sync.unmarkStatement(batch.from, f.sent)] : [];
+  await d.driver.batch([...f.hold, ...(f.release.length > 0 ? [d.sync.releaseStatement(f.release)] : []), d.sync.saveCursor(batch.from, batch.conversations, batch.cursor, nowIso),
+    ...unmark, ...(settled ? [d.sync.settleAckStatement(batch.from)] : [])]);
+  if (settled) await compactAfterRead(d.driver, d.sync, d.tombstoneRetentionDays);
   for (const conversationId of f.changed) {
     d.uncache(conversationId);
     if (!(await d.store.conversation(conversationId))) continue;
@@ -325,6 +336,14 @@ export function syncApplyApi(d: SyncApplyDeps) {
     return await d.serial(fn);
   };
   return {
+    /**
+     * syncState is built here, with the read side's other calls: a resync lets go of turns, as forget removes them
+     * (the removal and what is derived from the turns are this side's).
+     */
+    syncState: syncReadApi({
+      driver: d.driver, sync: d.sync, tree: d.tree, attachments: d.attachments, serial: d.serial,
+      resync: { start: (peer, filter, check) => resyncStart(d, peer, filter, check) },
+    }).syncState,
     /**
      * Applies a batch a slice at a time: the batch is read and checked first (outside the engine's slot, handing the
      * event loop back as it goes), then tombstones and turns in one slot, pins and aliases a slice (MERGE_SLICE
@@ -359,6 +378,11 @@ export function syncApplyApi(d: SyncApplyDeps) {
         }
         await slot(() => applyLast(d, f));
         if (!f.batch.more) for (const part of slices(f.batch.aliases)) f.applied.aliases += await slot(() => mergeAliases(d, part));
+        // A resync's last batch: what the sender did not send again goes (vectors and summaries under way land first).
+        if (!f.batch.more && (raw as { resync?: unknown }).resync === true && (await d.sync.resyncing(f.batch.from, f.batch.conversations))) {
+          await d.settle();
+          f.applied.resynced = await slot(() => resyncSweep(d, f.batch.from, f.batch.conversations));
+        }
         f.applied.conversations = [...f.changed].sort();
         return await slot(() => withMissing(d, f.applied, f.batch.conversations));
       })();

@@ -13,6 +13,7 @@ import type { TreeStore } from '../store/tree.js';
 import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
 import type { StorageDriver } from '../contracts/types.js';
 import { renew, signReceipt, verifyCursor, type ReceiptRows } from './sync-identity.js';
+import { acknowledge, behind, resyncRequired } from './sync-compaction.js';
 
 const MODULE = 'sync';
 /** Tombstones per batch (ids and hashes: small). */
@@ -24,6 +25,8 @@ export interface SyncReadDeps {
   tree: TreeStore;
   attachments: AttachmentStore;
   serial: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** A resync's start here (sync-compaction.ts's resyncStart): marks what it may let go, or counts it (`check`). */
+  resync?: { start: (peer: string, filter: readonly string[] | null, check: boolean) => Promise<number> };
 }
 
 /** Attachments a sync asks for (or says it lacks) at once, at most. */
@@ -53,11 +56,12 @@ export function readCursor(value: unknown, path: string): SyncCursor {
 
 type Seen = { conversations: string[] | null; cursor: SyncCursor; receiver?: string };
 
-function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen[]; renew: boolean } {
+function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen[]; renew: boolean; resync?: 'check' | 'start' } {
   if (value === undefined) return { seen: [], renew: false };
   const o = readRecord(value, 'options', 'INVALID_ARGUMENT', MODULE);
-  if (!o) invalid('options', `must be { seen?, seenElsewhere?, renew? } (got ${describe(value)}).`);
+  if (!o) invalid('options', `must be { seen?, seenElsewhere?, renew?, resync? } (got ${describe(value)}).`);
   if (o.renew !== undefined && typeof o.renew !== 'boolean') invalid('options.renew', `must be true or false (got ${describe(o.renew)}).`);
+  if (o.resync !== undefined && o.resync !== 'check' && o.resync !== 'start') invalid('options.resync', `must be 'check' or 'start' (got ${describe(o.resync)}).`);
   const seen: Seen[] = o.seen === undefined ? [] : [{ conversations: filter, cursor: readCursor(o.seen, 'options.seen') }];
   const elsewhere = o.seenElsewhere === undefined ? [] : readArray(o.seenElsewhere, 'options.seenElsewhere', 'INVALID_ARGUMENT', MODULE);
   if (!elsewhere || elsewhere.length > 8) invalid('options.seenElsewhere', `must be at most 8 { conversations, cursor }, as syncState().elsewhere gives them (got ${describe(o.seenElsewhere)}).`);
@@ -69,7 +73,7 @@ function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen
       ...(e.receiver === undefined ? {} : { receiver: readReplicaId(e.receiver, `options.seenElsewhere[${i}].receiver`) }),
     });
   }
-  return { seen, renew: o.renew === true };
+  return { seen, renew: o.renew === true, ...(o.resync === undefined ? {} : { resync: o.resync as 'check' | 'start' }) };
 }
 
 /** Every cursor this replica keeps for `peer`, with the id it was given under (this one's, before it renews). */
@@ -137,10 +141,31 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
   return out;
 }
 
+/**
+ * What a peer's `seen` (how far it has read this replica, reading `filter`) makes this replica do: record it, and
+ * tell the peer to resync when it has not read what was compacted in those conversations.
+ */
+async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, filter: string[] | null): Promise<Pick<SyncState, 'resyncRequired'>> {
+  const verdict = await verifyCursor(d.sync, seen, peer, filter);
+  await acknowledge(d.driver, d.sync, peer, seen, verdict, filter);
+  const read = verdict.kind === 'ok' ? seen.tombstones : 0;
+  return (await behind(d.sync, read, filter)) ? { resyncRequired: true } : {};
+}
+
+/** This replica's start of a resync with `peer` (`options.resync`), and whether one is under way. */
+async function resyncHere(d: SyncReadDeps, peer: string, filter: string[] | null, step: 'check' | 'start' | undefined): Promise<Pick<SyncState, 'resync' | 'resyncing'>> {
+  let out: Pick<SyncState, 'resync' | 'resyncing'> = {};
+  if (step !== undefined) {
+    if (!d.resync || peer === '') invalid('options.resync', d.resync ? 'needs the peer to resync with.' : 'is not available on this memory.');
+    out = { resync: { turns: await d.resync.start(peer, filter, step === 'check'), started: step === 'start' } };
+  }
+  return peer !== '' && (await d.sync.resyncing(peer, filter)) ? { ...out, resyncing: true } : out;
+}
+
 export function syncReadApi(d: SyncReadDeps) {
   return {
-    syncState(peer: string, conversations?: string[], options?: SyncStateOptions): Promise<SyncState> {
-      return d.serial(async () => {
+    async syncState(peer: string, conversations?: string[], options?: SyncStateOptions): Promise<SyncState> {
+      return await d.serial(async () => {
         const id = readReplicaId(peer, 'peer', true);
         const filter = readConversationFilter(conversations) ?? null;
         const o = readStateOptions(options, filter);
@@ -152,8 +177,11 @@ export function syncReadApi(d: SyncReadDeps) {
         const renewed = o.renew || diverged ? await renew(d.driver, d.sync, o.renew ? 'same-id' : 'copy') : undefined;
         const missing = await missingHere(d.attachments, filter);
         const held = (await d.sync.held(Date.now())).count;
+        const shown = id !== '' && options?.seen !== undefined ? o.seen[0]!.cursor : undefined;
+        const after = { ...(shown ? await afterSeen(d, id, shown, filter) : {}), ...(await resyncHere(d, id, filter, o.resync)) };
         const elsewhere = id === '' ? [] : await d.sync.otherCursors(id, filter);
         return {
+          ...after,
           replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter),
           ...(elsewhere.length + before.length > 0 ? { elsewhere: [...before, ...elsewhere].slice(0, 8) } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
         };
@@ -173,10 +201,25 @@ export function syncReadApi(d: SyncReadDeps) {
         // A cursor this replica did not give (forged, kept from before receipts) or that reads another history: from the start.
         const verdict = await verifyCursor(d.sync, cursor, to, conversations);
         const start = verdict.kind === 'ok' ? cursor : { turns: 0, tombstones: 0 };
+        if (o.resync !== undefined && typeof o.resync !== 'boolean') invalid('request.resync', `must be true or false (got ${describe(o.resync)}).`);
+        const resync = o.resync === true;
+        // Below the floor compaction left, a reader may hold copies of turns forgotten here: read without a resync, its
+        // cursor stays below the floor (the handshake keeps telling it to resync; what it pushes meanwhile is refused).
+        const floor = await d.sync.floor(conversations);
+        const held = !resync && start.tombstones < floor.rowid;
         const rows: ReceiptRows = verdict.kind === 'ok' ? verdict.rows : { turn: null, tombstone: null };
-        const batch: SyncBatch = { format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { turns: start.turns, tombstones: start.tombstones }, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
+        const batch: SyncBatch = {
+          format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { turns: start.turns, tombstones: start.tombstones }, more: false, tombstones: [], turns: [], pins: [], aliases: [],
+          ...(resync ? { resync: true as const } : {}),
+        };
         if (o.attachments !== undefined) return { ...batch, cursor: { ...cursor }, attachments: await pieces(d.attachments, readMissing(o.attachments, 'request.attachments'), conversations, maxBytes) };
         const signed = async (b: SyncBatch): Promise<SyncBatch> => {
+          if (held && b.cursor.tombstones >= floor.rowid) {
+            // A page of tombstones that could only be read again and again: the reader must resync to go on.
+            if (b.turns.length === 0 && b.more) throw resyncRequired(to, from);
+            b.cursor.tombstones = floor.rowid - 1;
+            rows.tombstone = floor.rowid > 1 ? { rowid: floor.rowid - 1, tombstone: null } : null;
+          }
           if (b.cursor.turns === 0 && b.cursor.tombstones === 0) return b;
           return { ...b, cursor: { ...b.cursor, receipt: await signReceipt(await d.sync.secret(), { replica: from, receiver: to, conversations }, b.cursor, rows) } };
         };
@@ -188,7 +231,12 @@ export function syncReadApi(d: SyncReadDeps) {
         }
         // Turns only once every tombstone before them is sent.
         if (tombstones.length > TOMBSTONES_PER_BATCH) return await signed({ ...batch, more: true });
-        const changed = await d.sync.changedTurns(start.turns, to, conversations, maxTurns + 1);
+        // Every tombstone left is sent: a resync's reader passes the floor (what was compacted, it need not read).
+        if (resync && batch.cursor.tombstones < floor.rowid) {
+          batch.cursor.tombstones = floor.rowid;
+          rows.tombstone = { rowid: floor.rowid, tombstone: null };
+        }
+        const changed = await d.sync.changedTurns(start.turns, resync ? null : to, conversations, maxTurns + 1);
         let bytes = 0;
         for (const [i, r] of changed.entries()) {
           const size = utf8Bytes(r.content) + utf8Bytes(r.tool_calls ?? '') + 256;

@@ -16,10 +16,13 @@ import { fromBase64, toBase64, toHex } from '../common/parts.js';
 const MODULE = 'sync';
 const VERSION = 'r1';
 
-/** What a receipt names: the last turn row read (id, hash) and the last tombstone row read, or null at 0. */
+/**
+ * What a receipt names: the last turn row read (id, hash) and the last tombstone row read, or null at 0. A tombstone
+ * without its content: the floor a resync's pull passed (rows compacted here, none of them sent).
+ */
 export interface ReceiptRows {
   turn: { rowid: number; hash: string } | null;
-  tombstone: { rowid: number; tombstone: SyncTombstone } | null;
+  tombstone: { rowid: number; tombstone: SyncTombstone | null } | null;
 }
 
 /** A cursor as this replica finds it: from the start, one it gave, one it did not, or one of another history. */
@@ -83,7 +86,7 @@ async function openReceipt(secret: string, scope: ReceiptScope, cursor: SyncCurs
   const mac = Uint8Array.from(parts[2]!.match(/../g)!, (h) => parseInt(h, 16));
   if (!(await crypto.subtle.verify('HMAC', await keyOf(secret), mac, new TextEncoder().encode(signed(scope, cursor, body))))) return null;
   try {
-    const [turn, tombstone] = JSON.parse(body) as [[number, string] | null, [number, SyncTombstone] | null];
+    const [turn, tombstone] = JSON.parse(body) as [[number, string] | null, [number, SyncTombstone | null] | null];
     return {
       turn: turn ? { rowid: turn[0], hash: turn[1] } : null,
       tombstone: tombstone ? { rowid: tombstone[0], tombstone: tombstone[1] } : null,
@@ -100,8 +103,14 @@ export async function verifyCursor(sync: SyncStore, cursor: SyncCursor, receiver
   // Signed for other numbers than the cursor's own, or naming nothing where the cursor is past 0: not one given here.
   if (!rows || (rows.turn?.rowid ?? 0) !== cursor.turns || (rows.tombstone?.rowid ?? 0) !== cursor.tombstones) return { kind: 'unknown' };
   if (rows.turn && !(await sync.hasTurnRow(rows.turn.rowid, rows.turn.hash))) return { kind: 'diverged' };
-  if (rows.tombstone && !(await sync.hasTombstoneRow(rows.tombstone.rowid, rows.tombstone.tombstone))) return { kind: 'diverged' };
+  if (rows.tombstone && !(await hadTombstone(sync, rows.tombstone))) return { kind: 'diverged' };
   return { kind: 'ok', rows };
+}
+
+/** Whether this history holds the tombstone row a receipt names, or held it and compacted it (at or below the floor). */
+async function hadTombstone(sync: SyncStore, t: NonNullable<ReceiptRows['tombstone']>): Promise<boolean> {
+  if (t.tombstone && (await sync.hasTombstoneRow(t.rowid, t.tombstone))) return true;
+  return t.rowid <= (await sync.floor()).rowid;
 }
 
 const randomHex = (bytes: number): string => toHex(crypto.getRandomValues(new Uint8Array(bytes)));

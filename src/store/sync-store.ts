@@ -9,6 +9,9 @@ import { NEXT_ORD, NEXT_ROWID, OFF_PATH_SEQ, ORIGIN, nextOrdParams } from './ord
 import type { Place } from './tree.js';
 import { attachmentRefStatement } from './attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
+import { createSyncAcks, createSyncResyncs, scopeKey } from './sync-acks.js';
+
+export type { TombstoneFloor } from './sync-acks.js';
 
 const ORD = 'origin_ord';
 
@@ -30,8 +33,6 @@ function inConversations(conversations: readonly string[] | null, column = 'conv
   return conversations ? { sql: ` AND ${column} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(conversations)] } : { sql: '', params: [] };
 }
 
-/** The scope a receiver keys its cursor by: the sorted conversation filter, or '*' for all. */
-const scopeKey = (conversations: readonly string[] | null): string => (conversations ? JSON.stringify(conversations) : '*');
 
 /** What sync reads: this replica's id and cursors, its changes, tombstones, the order of a conversation, pins, aliases. */
 function createSyncReads(driver: StorageDriver) {
@@ -60,13 +61,13 @@ function createSyncReads(driver: StorageDriver) {
     /**
      * Shareable turns after row `after` (never private ones, nor those received from `to`), by row id. Not filtered by
      * origin: a turn `to` wrote reaches it back only by another path (then it is skipped there by its id and hash),
-     * while a copy of `to` that took a new id gets every turn written under the old one.
+     * while a copy of `to` that took a new id gets every turn written under the old one. `to` null: a resync's, all.
      */
-    async changedTurns(after: number, to: string, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
+    async changedTurns(after: number, to: string | null, conversations: readonly string[] | null, limit: number): Promise<ChangeRow[]> {
       const c = inConversations(conversations);
       return await driver.query<ChangeRow>(
         `SELECT rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, content_hash, ${ORIGIN} AS origin, ${ORD} AS ord, branch, fork_after, fork_branch, fork_ord
-         FROM turns WHERE rowid > ? AND private = 0 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to, ...c.params, limit]);
+         FROM turns WHERE rowid > ? AND private = 0 AND via <> ?2${c.sql} ORDER BY rowid LIMIT ?`, [after, to ?? ' ', ...c.params, limit]);
     },
 
     async tombstones(after: number, conversations: readonly string[] | null, limit: number): Promise<{ rowid: number; tombstone: SyncTombstone }[]> {
@@ -315,7 +316,7 @@ function createSyncWrites() {
 }
 
 export function createSyncStore(driver: StorageDriver) {
-  return { ...createSyncReads(driver), ...createSyncChecks(driver), ...createSyncWrites() };
+  return { ...createSyncReads(driver), ...createSyncChecks(driver), ...createSyncWrites(), ...createSyncAcks(driver), ...createSyncResyncs(driver) };
 }
 
 export type SyncStore = ReturnType<typeof createSyncStore>;

@@ -91,10 +91,18 @@ function parseCall(bytes: Uint8Array): { method: SyncMethod; args: unknown[] } {
 }
 
 /**
- * The arguments as the memory gets them: a caller over HTTP never makes the memory take a new id (`renew`); it may
- * still show it a receipt (`seen`), which the memory checks against its own history and its own signature.
+ * The arguments as the memory gets them: a caller over HTTP never makes the memory take a new id (`renew`), start a
+ * resync or end one (`resync` of a batch it applies: what is still marked would go); it may still show it a receipt
+ * (`seen`), which the memory checks against its own history and its own signature. A resync's read
+ * (SyncRequest.resync) passes: it is how a device resyncs with the edge, and serves only what the caller may read.
  */
 function callerArgs(method: SyncMethod, args: unknown[]): unknown[] {
+  if (method === 'applySync' && args.length > 0) {
+    const batch = readRecord(args[0], 'args[0]', 'INVALID_ARGUMENT', MODULE);
+    if (!batch) badRequest(`args[0], the batch to apply, must be an object as syncChanges() returns it (got ${describe(args[0])}).`, 'args[0]');
+    const { resync: _, ...rest } = batch;
+    return [rest, ...args.slice(1)];
+  }
   if (method !== 'syncState' || args.length < 3) return args;
   const options = readRecord(args[2], 'args[2]', 'INVALID_ARGUMENT', MODULE);
   if (!options) badRequest(`args[2], syncState's options, must be an object { seen? } (got ${describe(args[2])}).`, 'args[2]');
