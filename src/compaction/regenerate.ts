@@ -12,7 +12,12 @@ export function createRegenerator(d: Pick<CompactorDeps, 'turns' | 'tags' | 'sum
     : (await atomic(() => d.summaries.byIds(conversationId, x.sourceIds))).sort((a, b) => a.firstSeq - b.firstSeq)
       .map(summaryItem));
 
-  return async (conversationId: string, targets: readonly SummaryRecord[], atomic: Atomic, signal: AbortSignal): Promise<number> => {
+  /**
+   * Rewrites each target in its own step of `atomic`, its new text written in one transaction (recall reads the old
+   * one until then). `keepOnFallback` (a rebuild after an upgrade): when the summarizer fails and its fallback
+   * answers, the old summary is kept and the rest left for later, instead of replacing it with the fallback's text.
+   */
+  return async (conversationId: string, targets: readonly SummaryRecord[], atomic: Atomic, signal: AbortSignal, keepOnFallback = false): Promise<number> => {
     const tok = await d.tokenizer();
     let done = 0;
     for (const x of targets) {
@@ -24,6 +29,7 @@ export function createRegenerator(d: Pick<CompactorDeps, 'turns' | 'tags' | 'sum
         conversationId, kind: x.kind, level: x.level, ...(x.tag ? { tag: x.tag } : {}), items, tags, relatedTags: x.relatedTags.filter((t) => !hidden.has(t)),
         instructions: writer.instructions(tags), targetTokens: x.kind === 'segment' ? writer.target(tok.count(items.map((i) => i.text).join('\n'))) : d.settings.summaryTokens,
       }, signal);
+      if (keepOnFallback && result.fellBack) break;
       await atomic(async () => d.summaries.rewrite(x, result.text, tok.count(result.text), result.madeBy, result.version,
         await writer.grow(conversationId, x.tags, result.tags), await writer.grow(conversationId, x.relatedTags, result.related)));
       done++;

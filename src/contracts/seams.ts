@@ -56,6 +56,11 @@ export interface TagResult {
 export interface Tagger {
   /** Recorded with each unit it tagged (`keyword`, `llm:gpt-4o-mini`). */
   readonly name: string;
+  /**
+   * Bump when what it tags changes: a conversation tagged by another version is tagged again in the background
+   * (`memory.maintain()`), the old tags serving recall until the new index is whole. Absent: never rebuilt.
+   */
+  readonly version?: number;
   tag(request: TagRequest): Promise<TagResult>;
 }
 

@@ -109,6 +109,21 @@ export function createSemantic(deps: {
       return { conversationId, modelId: embedder?.modelId ?? '', ...c, lastError: state.loadFailure ?? state.lastFailure, ...(state.missingPackages ? { missingPackages: state.missingPackages } : {}) };
     },
 
+    /** The background queue's last failure (a batch the embedder refused), cleared by the next batch it embeds. */
+    lastFailure: (): string | null => state.lastFailure,
+
+    /** The model vectors are made with now (null: no embedder, or it failed to load). */
+    modelId: (): string | null => (embedder && !state.loadFailure ? embedder.modelId : null),
+
+    /** Over every conversation, texts with a vector of the current model and texts in all (null: no embedder). */
+    async progress(): Promise<{ modelId: string; done: number; total: number } | null> {
+      if (!embedder) return null;
+      return { modelId: embedder.modelId, ...(await store.progress(embedder.modelId, local)) };
+    },
+
+    /** The most recently updated conversations with texts waiting for the current model's vectors, newest first. */
+    lacking: (limit: number): Promise<string[]> => (embedder ? store.lacking(embedder.modelId, local, limit) : Promise.resolve([])),
+
     /** Whether any turn waits for its vector (a note for the manifest while an import is being embedded). */
     async unembedded(conversationId: string, turns: number): Promise<number> {
       if (!embedder || state.loadFailure) return 0;

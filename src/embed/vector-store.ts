@@ -91,6 +91,29 @@ export function createVectorStore(driver: StorageDriver) {
 
     privateTurns,
 
+    /** Over every conversation: texts to embed (private turns only `withPrivate`) and those with a vector of `modelId`. */
+    async progress(modelId: string, withPrivate: boolean): Promise<{ total: number; done: number }> {
+      const rows = await driver.query<{ turns: number; hidden: number; summaries: number; done: number }>(
+        `SELECT (SELECT COUNT(*) FROM turns WHERE seq >= 0) AS turns, ${withPrivate ? '0' : '(SELECT COUNT(*) FROM turns WHERE private = 1 AND seq >= 0)'} AS hidden,
+                (SELECT COUNT(*) FROM summaries) AS summaries, (SELECT COUNT(*) FROM embeddings WHERE model_id = ?) AS done`, [modelId]);
+      const r = rows[0]!;
+      return { total: Number(r.turns) - Number(r.hidden) + Number(r.summaries), done: Number(r.done) };
+    },
+
+    /**
+     * The most recently updated conversations (at most `limit`) with a text waiting for a vector of `modelId`: a turn
+     * after the last one embedded (turns are embedded in order), or a summary without one.
+     */
+    async lacking(modelId: string, withPrivate: boolean, limit: number): Promise<string[]> {
+      const rows = await driver.query<{ id: string }>(
+        `SELECT c.id AS id FROM conversations c WHERE EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = c.id ${withPrivate ? '' : 'AND t.private = 0'}
+           AND t.seq > COALESCE((SELECT MAX(ref) FROM embeddings WHERE conversation_id = c.id AND model_id = ?1 AND kind = 'turn'), -1))
+         OR EXISTS (SELECT 1 FROM summaries s WHERE s.conversation_id = c.id
+           AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.conversation_id = c.id AND e.model_id = ?1 AND e.kind = 'summary' AND e.ref = s.rowid))
+         ORDER BY c.updated_at DESC, c.id LIMIT ?2`, [modelId, limit]);
+      return rows.map((r) => r.id);
+    },
+
     /**
      * One batch's vectors, atomically; returns them as stored, turns' and summaries'. A summary rewritten meanwhile
      * is skipped (its text is no longer what was embedded).

@@ -22,9 +22,11 @@ export function createLedger(driver: StorageDriver) {
             const input = response?.usage?.inputTokens ?? 0;
             const output = response?.usage?.outputTokens ?? 0;
             const cost = pricing ? (input * pricing.inputPerMillion + output * pricing.outputPerMillion) / 1e6 : null;
+            // Written later, by flush(): only for a conversation still stored (a forget may have come meanwhile, and
+            // a call of its compaction, tagging or rebuild must not write its id back).
             pending.push({
               sql: `INSERT INTO llm_usage (conversation_id, purpose, provider, model, ok, input_tokens, output_tokens, cost, ms, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE ?1 IS NULL OR EXISTS (SELECT 1 FROM conversations WHERE id = ?1)`,
               params: [request.conversationId ?? null, request.purpose ?? 'other', llm.name, response?.model ?? llm.model, ok ? 1 : 0,
                 input, output, cost, performance.now() - started, new Date().toISOString()],
             });

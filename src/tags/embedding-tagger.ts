@@ -68,6 +68,8 @@ export function embeddingTagger(options: EmbeddingTaggerOptions): Tagger {
 
   return {
     name: 'embedding',
+    // A unit's tags are the keyword tagger's: so is the version they are rebuilt by.
+    ...(keyword.version !== undefined ? { version: keyword.version } : {}),
     async tag(request: TagRequest): Promise<TagResult> {
       const base = await keyword.tag(request);
       if (request.kind === 'unit') {

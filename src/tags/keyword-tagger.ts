@@ -2,6 +2,12 @@ import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 import { slug } from './canonicalize.js';
 import { type Candidate, candidates, escapeRegExp } from './key-phrases.js';
 
+/**
+ * Bumped whenever what the keyword tagger makes of a text changes (its ranking, its words): conversations tagged by
+ * another version have their tag index rebuilt in the background (engine/rebuild-tags.ts).
+ */
+export const KEYWORD_TAGGER_VERSION = 1;
+
 export interface KeywordTaggerOptions {
   /** Tags defined by their words: `{ database: ['db', 'sql', 'postgres'] }`. */
   tagKeywords?: Record<string, string[]>;
@@ -22,6 +28,7 @@ export function keywordTagger(options: KeywordTaggerOptions = {}): Tagger {
   }));
   return {
     name: 'keyword',
+    version: KEYWORD_TAGGER_VERSION,
     async tag(request: TagRequest): Promise<TagResult> {
       const lower = request.text.toLowerCase();
       const configured = rules.filter((r) => r.pattern.test(lower)).map((r) => r.tag);

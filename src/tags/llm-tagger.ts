@@ -51,6 +51,7 @@ export function parseTagReply(text: string): TagResult {
 export function llmTagger(llm: LlmProvider): Tagger {
   return {
     name: `llm:${llm.model}`,
+    version: TAG_PROMPT_VERSION,
     async tag(request: TagRequest): Promise<TagResult> {
       const vocabulary = request.vocabulary.slice(0, 150);
       const user = [

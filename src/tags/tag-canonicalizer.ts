@@ -2,7 +2,7 @@ import { invalid, limitOf, scopeOf, spelling } from './alias-arguments.js';
 import { type AliasLayers, type AliasState, createAliasLayers, planStates, resolve } from './alias-layers.js';
 import { type AliasSuggestion, createAliasSuggester } from './alias-suggestions.js';
 import { slug } from './canonicalize.js';
-import { autoAliasOf, createVocabularies } from './tag-vocabulary.js';
+import { autoAliasOf, createVocabularies, remember, type Vocab } from './tag-vocabulary.js';
 import type { TagAlias, TagStore } from './tag-store.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { validateConversationId } from '../common/messages.js';
@@ -49,6 +49,40 @@ function stateApplier(store: TagStore, layers: AliasLayers, vocabularies: Pick<R
       for (const c of plan.rewritten) vocabularies.drop(c);
     }
     return plan.applied;
+  };
+}
+
+/**
+ * canonical() over a vocabulary made apart from the stored one (a tag index rebuilt beside it, engine/rebuild-tags.ts):
+ * the manual and global aliases in force, and the automatic aliases it learns kept to itself (`learned`) until the
+ * new index replaces the stored one. `know` sets a tag's unit count in its vocabulary.
+ */
+function stagedCanonicalizer(layers: AliasLayers, conversationId: string) {
+  const learned = new Map<string, string>();
+  const v: Vocab = { counts: new Map(), buckets: new Map() };
+  return {
+    learned,
+    know: (tag: string, units: number) => remember(v, tag, units),
+    units: (tag: string): number => v.counts.get(tag) ?? 0,
+    async canonical(raws: readonly string[]): Promise<string[]> {
+      const [manual, global] = await layers.layersOf(conversationId);
+      const maps = [manual!, global!, learned];
+      const out: string[] = [];
+      for (const raw of raws) {
+        let tag = slug(raw);
+        if (!tag) continue;
+        tag = resolve(maps, tag);
+        if (!v.counts.has(tag) && !maps.some((m) => m.has(tag))) {
+          const known = autoAliasOf(v, tag);
+          if (known !== null) {
+            learned.set(tag, known);
+            tag = known;
+          }
+        }
+        if (!out.includes(tag)) out.push(tag);
+      }
+      return out;
+    },
   };
 }
 
@@ -101,6 +135,8 @@ export function createCanonicalizer(store: TagStore) {
       return out;
     },
 
+    /** canonical() over a vocabulary made apart from the stored one: see stagedCanonicalizer. */
+    staged: (conversationId: string) => stagedCanonicalizer(layers, conversationId),
     /** The conversation's known tags and how many units carry each. */
     async counts(conversationId: string): Promise<ReadonlyMap<string, number>> {
       return (await vocabularies.vocab(conversationId)).counts;

@@ -6,6 +6,7 @@ import { candidates } from './key-phrases.js';
 import { taggableText } from '../common/parts.js';
 import type { Canonicalizer } from './tag-canonicalizer.js';
 import type { TagStore, UnitTags } from './tag-store.js';
+import { firstSignature, signatureOf } from './tag-signatures.js';
 
 /** New turns tagged per transaction when many arrive at once (a sync, an import): about 50 ms of work. */
 const SAVE_TURNS = 128;
@@ -25,8 +26,17 @@ function unitText(turns: readonly TurnRecord[]): string {
   return turns.map((t) => `${t.name ?? t.role}: ${taggableText(t.text)}`).join('\n');
 }
 
+/** Where a run of units goes (createTagIndex's unitRun): the stored index, or one rebuilt beside it. */
+export interface UnitSink {
+  /** In how many turns saved so far each term occurs. */
+  termFrequencies(terms: readonly string[]): Promise<Map<string, number>>;
+  canonical(raws: readonly string[]): Promise<string[]>;
+  /** Saves units with the terms of their new turns; canonical() knows their tags from then on. */
+  save(units: UnitTags[], terms: ReadonlyMap<string, number>): Promise<void>;
+}
+
 /** Splits turns into units: a user turn starts one, replies and tool turns join it; system turns are not tagged. */
-function group(turns: readonly TurnRecord[]): TurnRecord[][] {
+export function group(turns: readonly TurnRecord[]): TurnRecord[][] {
   const units: TurnRecord[][] = [];
   for (const t of turns) {
     if (t.role === 'system') continue;
@@ -43,6 +53,65 @@ function withoutTags(request: TagRequest, hidden: ReadonlySet<string>): TagReque
   const out: TagRequest = { ...request, vocabulary: request.vocabulary.filter((t) => !hidden.has(t)) };
   if (request.stored) out.stored = new Map([...request.stored].filter(([t]) => !hidden.has(t)));
   return out;
+}
+
+/** Where a run starts: the turns counted before its first unit, and the known tags, most used first. */
+export interface RunStart {
+  turns: number;
+  vocabulary: string[];
+}
+
+type RunChain = (request: TagRequest, privateText?: boolean) => Promise<{ result: TagResult; tagger: string; failures: string[] }>;
+
+/**
+ * Tags units one after another into `sink`, SAVE_TURNS turns per save: indexNew's loop, for the stored index or one
+ * rebuilt beside it. `start`: the turns counted before the first unit and the known tags, most used first. Strict:
+ * a unit (not a private one) that the configured tagger failed on is not taken — add() returns the failures — so a
+ * rebuild never makes the fallback's tags where the old ones were the configured tagger's.
+ */
+function createUnitRun(o: TagIndexOptions, runChain: RunChain, conversationId: string, sink: UnitSink, start: RunStart, strict: boolean) {
+  const { vocabulary } = start;
+  const known = new Set(vocabulary);
+  const terms = new Map<string, number>();
+  const failures: string[] = [];
+  let turnTotal = start.turns;
+  let saved: UnitTags[] = [];
+  let units = 0;
+  let pending = 0;
+  const flush = async (): Promise<void> => {
+    await sink.save(saved, terms);
+    units += saved.length;
+    saved = [];
+    terms.clear();
+    pending = 0;
+  };
+  return {
+    failures,
+    flush,
+    units: () => units,
+    /** Tags one unit; `fresh`: its turns not counted yet. */
+    async add(unit: readonly TurnRecord[], fresh: readonly TurnRecord[]): Promise<string[] | null> {
+      const secret = unit.some((t) => t.private);
+      const { result, tagger, failures: f } = await runChain({
+        text: unitText(unit), kind: 'unit', conversationId, vocabulary, minTags: o.minTags, maxTags: o.maxTags,
+        stats: { turns: turnTotal, termFrequencies: async (ts) => {
+          const stored = await sink.termFrequencies(ts);
+          return new Map(ts.map((t) => [t, (stored.get(t) ?? 0) + (terms.get(t) ?? 0)]));
+        } },
+      }, secret);
+      if (strict && !secret && f.length > 0) return f;
+      failures.push(...f);
+      for (const t of fresh) for (const term of candidates(taggableText(t.text)).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
+      turnTotal += fresh.length;
+      const tags = await sink.canonical(result.tags);
+      saved.push({ unitSeq: unit[0]!.seq, endSeq: unit[unit.length - 1]!.seq, tags, relatedTags: await sink.canonical(result.relatedTags), tagger });
+      // Vocabulary feedback within a batch too: the next unit's tagger sees these (not a private unit's words).
+      if (!secret) for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
+      pending += fresh.length;
+      if (pending >= SAVE_TURNS) await flush();
+      return null;
+    },
+  };
 }
 
 /** The turn tag index: tags every unit once its turns are stored, and tags questions for retrieval. */
@@ -64,6 +133,9 @@ export function createTagIndex(o: TagIndexOptions) {
     }
     return { result: { tags: [], relatedTags: [] }, tagger: 'none', failures };
   };
+
+  const signature = signatureOf(o.taggers[0]);
+  const unitRun = (conversationId: string, sink: UnitSink, start: RunStart, strict = false) => createUnitRun(o, runChain, conversationId, sink, start, strict);
 
   return {
     runChain,
@@ -102,56 +174,30 @@ export function createTagIndex(o: TagIndexOptions) {
       const turns = await o.turns.range(conversationId, from, 1_000_000);
       const countedTo = last?.endSeq ?? -1;
       if (turns.length === 0 || turns[turns.length - 1]!.seq <= countedTo) return { units: 0, failures: [] };
-      const terms = new Map<string, number>();
-      let turnTotal = countedTo + 1;
-      let saved: UnitTags[] = [];
-      let units = 0;
-      let pending = 0;
-      const failures: string[] = [];
-      // Saved every SAVE_TURNS turns (each save a step of its own: the next call goes on after the last unit saved).
-      const save = async () => {
-        await o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, saved, terms, nowIso));
-        units += saved.length;
-        saved = [];
-        terms.clear();
-        pending = 0;
-      };
       // Most used first, as stored (an LLM tagger's prompt takes the head of the list).
       const vocabulary = [...(await o.canonicalizer.counts(conversationId))].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([t]) => t);
-      const known = new Set(vocabulary);
+      // The tags are the configured tagger's from here on: recorded for a conversation that has no record yet.
+      const also = signature === null ? [] : [firstSignature(conversationId, signature)];
+      const run = unitRun(conversationId, {
+        termFrequencies: (ts) => o.tags.termFrequencies(conversationId, ts),
+        canonical: (raws) => o.canonicalizer.canonical(conversationId, raws, nowIso),
+        save: async (units, terms) => o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, units, terms, nowIso, also)),
+      }, { turns: countedTo + 1, vocabulary });
       // Many turns at once (a sync, an import): the event loop handed back now and then (another memory's call runs).
       const pace = pacer();
       for (const unit of group(turns)) {
         const fresh = unit.filter((t) => t.seq > countedTo);
         if (fresh.length === 0) continue;
         await pace(fresh.length);
-        const secret = unit.some((t) => t.private);
-        const { result, tagger, failures: f } = await runChain({
-          text: unitText(unit), kind: 'unit', conversationId, vocabulary, minTags: o.minTags, maxTags: o.maxTags,
-          stats: { turns: turnTotal, termFrequencies: async (ts) => {
-            const stored = await o.tags.termFrequencies(conversationId, ts);
-            return new Map(ts.map((t) => [t, (stored.get(t) ?? 0) + (terms.get(t) ?? 0)]));
-          } },
-        }, secret);
-        failures.push(...f);
-        for (const t of fresh) for (const term of candidates(taggableText(t.text)).keys()) terms.set(term, (terms.get(term) ?? 0) + 1);
-        turnTotal += fresh.length;
-        const tags = await o.canonicalizer.canonical(conversationId, result.tags, nowIso);
-        saved.push({
-          unitSeq: unit[0]!.seq,
-          endSeq: unit[unit.length - 1]!.seq,
-          tags,
-          relatedTags: await o.canonicalizer.canonical(conversationId, result.relatedTags, nowIso),
-          tagger,
-        });
-        // Vocabulary feedback within a batch too: the next unit's tagger sees these (not a private unit's words).
-        if (!secret) for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
-        pending += fresh.length;
-        if (pending >= SAVE_TURNS) await save();
+        await run.add(unit, fresh);
       }
-      await save();
-      return { units, failures };
+      await run.flush();
+      return { units: run.units(), failures: run.failures };
     },
+
+    /** What the configured tagger's tags are recorded as made by (null: it has no version, and is never rebuilt). */
+    signature,
+    unitRun,
   };
 }
 

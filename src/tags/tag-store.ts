@@ -2,7 +2,8 @@ import { IN_LIST_MAX, inListSize, jsonLists, limitsOf, type JsonItem } from '../
 import type { Statement, StorageDriver, StorageLimits } from '../contracts/types.js';
 import { chunks } from '../store/in-lists.js';
 import { createAliasStore, type TagAlias } from './tag-aliases.js';
-import { createTagStats } from './tag-stats.js';
+import { createTagStats, type TagStat } from './tag-stats.js';
+import { createTagSignatures } from './tag-signatures.js';
 import { createUnitReader, createUnitWriter } from './tag-units.js';
 
 export type { AliasRewrite, TagAlias } from './tag-aliases.js';
@@ -137,6 +138,18 @@ function createAliasBulk(driver: StorageDriver, limits: Readonly<StorageLimits>)
   };
 }
 
+/** The tag statistics a page at a time, by tag (the table's key: a page never shifts as counts change). */
+function createTagPages(driver: StorageDriver) {
+  return {
+    /** Tags of a conversation after `afterTag` ('' : from the first) in their order as strings, at most `limit`. */
+    async vocabularyAfter(conversationId: string, afterTag: string, limit: number): Promise<TagStat[]> {
+      const rows = await driver.query<{ tag: string; units: number; first_seq: number; last_seq: number; last_used: string }>(
+        'SELECT tag, units, first_seq, last_seq, last_used FROM tags WHERE conversation_id = ? AND tag > ? ORDER BY tag LIMIT ?', [conversationId, afterTag, limit]);
+      return rows.map((r) => ({ tag: r.tag, units: Number(r.units), firstSeq: Number(r.first_seq), lastSeq: Number(r.last_seq), lastUsed: r.last_used }));
+    },
+  };
+}
+
 /**
  * Every SQL statement of the turn tag index, aliases and term statistics: the units as the tagger writes them and
  * as the other layers read them, the statistics, and the aliases, each built on its own.
@@ -151,6 +164,8 @@ export function createTagStore(driver: StorageDriver) {
     ...createUnitReader(driver, limits),
     ...createAliasStore(driver),
     ...createAliasBulk(driver, limits),
+    ...createTagPages(driver),
+    ...createTagSignatures(driver, limits),
   };
 }
 

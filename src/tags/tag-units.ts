@@ -87,9 +87,10 @@ export function createUnitWriter(driver: StorageDriver, limits: Readonly<Storage
     /**
      * Stores (or replaces) the tags of units, counts the terms of newly tagged turns, and brings the statistics of
      * every tag gained or lost up to date — one transaction. A gained tag's statistics move by one unit; a lost one's
-     * (a unit re-tagged once its replies arrived) are recounted. Returns the tags whose statistics changed.
+     * (a unit re-tagged once its replies arrived) are recounted. Returns the tags whose statistics changed. `also`:
+     * the caller's statements, in the same transaction (the tagger's signature).
      */
-    async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string): Promise<string[]> {
+    async saveUnits(conversationId: string, units: readonly UnitTags[], terms: ReadonlyMap<string, number>, nowIso: string, also: readonly Statement[] = []): Promise<string[]> {
       if (units.length === 0) return [];
       const seqs = units.map((u) => u.unitSeq);
       const known = new Set((await inJsonLists(seqs, limits, (json) => driver.query<{ unit_seq: number }>(
@@ -108,7 +109,7 @@ export function createUnitWriter(driver: StorageDriver, limits: Readonly<Storage
         statements.push({ sql: `INSERT INTO term_df (conversation_id, term, turns) VALUES (?, ?, ?)
           ON CONFLICT (conversation_id, term) DO UPDATE SET turns = turns + excluded.turns`, params: [conversationId, term, n] });
       }
-      await driver.batch(statements);
+      await driver.batch([...statements, ...also]);
       const count = unitCounts.get(conversationId);
       if (count !== undefined) unitCounts.set(conversationId, count + units.filter((u) => !known.has(u.unitSeq)).length);
       return [...changed, ...[...lost].filter((t) => !changed.has(t))];

@@ -13,7 +13,7 @@ function bucketKey(tag: string, length = tag.length): string {
   return `${tag[0]}${length}`;
 }
 
-function remember(v: Vocab, tag: string, units: number): void {
+export function remember(v: Vocab, tag: string, units: number): void {
   if (!v.counts.has(tag)) {
     const key = bucketKey(tag);
     const list = v.buckets.get(key) ?? [];
