@@ -3,6 +3,8 @@
  * report and statistics. Part of the contract file (types.ts re-exports it); nothing here has behaviour.
  */
 
+import type { LatencyStats, UsageStats } from './types-stats.js';
+
 // ---------------------------------------------------------------------------------------------
 // Seam: search provider
 // ---------------------------------------------------------------------------------------------
@@ -194,14 +196,6 @@ export interface SearchReport {
   results: SearchResultReport[];
 }
 
-/** Latency figures over a rolling window. */
-export interface LatencyStats {
-  count: number;
-  p50: number;
-  p95: number;
-  max: number;
-}
-
 /** `memory.stats().search`: since the memory opened. */
 export interface SearchStats {
   enabled: boolean;
@@ -226,8 +220,11 @@ export interface SearchStats {
   providers: Record<string, { calls: number; failures: number; timeouts: number; latencyMs: LatencyStats }>;
 }
 
-/** `memory.stats()`. */
-export interface MemoryStats {
+/**
+ * `memory.stats()`: usage and health (types-stats.ts: per conversation with `conversationId`, else the whole memory),
+ * and external search's figures since the memory opened (always the whole memory's).
+ */
+export interface MemoryStats extends UsageStats {
   search: SearchStats;
 }
 

@@ -12,12 +12,17 @@ import { createEngineQueue } from './queue.js';
 import { gateBatches, makeLlm, openStorage } from './support.js';
 import { turnCompleteApi } from './turn.js';
 import { searchApi } from './search-api.js';
+import { createUsage } from './usage.js';
+import type { TelemetryOption } from './telemetry.js';
 import { createSearch } from '../search/search.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
 import { type ResolvedOptions, resolveOptions } from './options.js';
 import { schedulerModeOf } from './scheduler.js';
 import { migrate } from '../store/schema.js';
+import { MAINTENANCE_LANE, createMaintenance } from './maintenance.js';
+import { createRetention } from './retention.js';
+import { createRebuild } from './rebuild.js';
 import { createTagRules } from '../tags/tag-rules.js';
 import type { CompactionReport, MemoryOptions, StorageDriver } from '../contracts/types.js';
 import type { ExportData } from '../contracts/types-data.js';
@@ -61,16 +66,33 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   const index = createEngineTagIndex({ ...stores, opts, llm, semantic, background });
   const compactor = createEngineCompactor({ ...stores, opts, llm, rules, tokenizer });
   const search = opts.search ? createSearch(opts.search, llm, background.signal) : null;
-  const jobs = createBackgroundJobs({ ...stores, keyed, background, compactor, semantic, reports, backgroundSliceTurns: opts.backgroundSliceTurns });
+  // Retention and rebuilds after an upgrade, a slice at a time (engine/maintenance.ts).
+  // Rebuilds after an upgrade (summaries, vectors): rebuilds.status() is the progress memory.stats() shows.
+  const rebuilds = createRebuild({ ...stores, opts, llm, rules, tokenizer, keyed, semantic, background, hints });
+  // Retention (engine/retention.ts): its slices take only their conversation's slot, in its background lane.
+  const retention = createRetention({
+    ...stores, driver, index, keyed, on, serial, check: queue.check, background, option: opts.retention,
+    uncache: (conversationId, from) => uncache(conversationId, from), rebuildLater: (conversationId) => rebuildLater(conversationId),
+    wake: () => { if (opts.maintenance === 'auto') maintenance.start(); },
+  });
+  // The next check by itself: retention's interval, or a rebuild's retry after a wait, whichever comes first.
+  const recheckMs = () => {
+    const due = [retention.recheckMs(), rebuilds.retryInMs()].filter((ms): ms is number => ms !== null);
+    return due.length > 0 ? Math.min(...due) : null;
+  };
+  const maintenance = createMaintenance({ rebuild: rebuilds.slice, retention: retention.retention, recheckMs }, background);
+  // Every method counted for memory.stats() and OpenTelemetry (engine/usage.ts).
+  const usage = createUsage({ driver, store, tokenizer, queue, background, rebuildStatus: () => rebuilds.status(), telemetry: opts.telemetry as TelemetryOption, flushCalls: driver.name === 'durable-object-sql' ? 1 : undefined });
+  const jobs = createBackgroundJobs({ ...stores, keyed, background, compactor, semantic, reports, backgroundSliceTurns: opts.backgroundSliceTurns, counted: usage.compacted });
 
-  const uncache = (conversationId: string, from?: number | null) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId, from); thingJudge.uncache(conversationId); hints.delete(conversationId); };
+  const uncache = (conversationId: string, from?: number | null) => { store.uncache(conversationId); tagStore.uncache(conversationId); canonicalizer.uncache(conversationId); semantic.uncache(conversationId); compactor.uncache(conversationId, from); thingJudge.uncache(conversationId); hints.delete(conversationId); usage.uncache(conversationId); };
   const rebuildLater = (conversationId: string) => { semantic.schedule(conversationId); if (opts.compaction) jobs.compactLater(conversationId); };
   // A move to another branch: what was derived from the positions that changed is made again for the turns there now.
   const branching = { driver, store, canonicalizer, index, tree: stores.tree, uncache, after: async (conversationId: string) => { await index.indexNew(conversationId, new Date().toISOString()); rebuildLater(conversationId); } };
   const { pathTurns, ...branches } = branchApi({ ...branching, on });
   const { recoverImports, ...data } = dataApi({
-    driver, store, attachments: stores.attachments, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes, maxAttachmentBytes: opts.maxAttachmentBytes, maxClockSkewMs: opts.maxClockSkewMs,
-    settle: () => background.idle(),
+    driver, store, attachments: stores.attachments, canonicalizer, index, tokenizer, serial, resume, maxMessageBytes: opts.maxMessageBytes, maxAttachmentBytes: opts.maxAttachmentBytes, maxClockSkewMs: opts.maxClockSkewMs, tombstoneRetentionDays: opts.tombstoneRetentionDays,
+    settle: () => background.idle(MAINTENANCE_LANE),
     busy: (conversationId) => background.busy(conversationId),
     uncache, rebuildLater, tree: stores.tree,
   });
@@ -84,7 +106,9 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
   // An import runs in many slots of the queue; close() lets one already admitted finish (or undo itself) first.
   const imports = new Set<Promise<unknown>>();
 
-  return withSync({
+  if (opts.maintenance === 'auto') maintenance.start();
+
+  return usage.wrap(withSync({
     ...inboundApi({ ...stores, opts, on, tokenizer, semantic, index, rules, hints, jobs, branching, search }),
     ...searchApi({ search, store, keyed, check: queue.check, tokenizer, maxResults: opts.search?.maxResults ?? 3 }),
     ...turnCompleteApi({ ...stores, opts, on, tokenizer, index, semantic, hints, compactor, background, jobs, branching }),
@@ -101,16 +125,24 @@ export async function createMemory(options: MemoryOptions = {}): Promise<Memory>
     },
     ...hierarchyApi({ serial, keyed, on, index, compactor, embedLater: semantic.schedule, modelSettled: semantic.settled, summaries: summaryStore, importance, ledger, turns: store, tags: tagStore, tokenizer, background, reports }),
 
+    applyRetention: retention.applyRetention,
+    setRetention: retention.setRetention,
+    retentionLog: retention.retentionLog,
+    maintain: () => queue.check().then(() => maintenance.maintain()),
+
     async close() {
       if (!queue.shut()) return;
+      maintenance.stop();
       await background.stop(new PagewiseError('ENGINE_CLOSED', MODULE, 'The memory was closed.'));
       await Promise.allSettled(imports);
       // Every call admitted before (and every slot of an import admitted before) has ended.
       await resume(async () => undefined);
+      // The usage counters of the calls that ended, before the driver closes.
+      await usage.settle();
       await ledger.flush().catch(() => undefined);
       await driver.close();
     },
-  });
+  }));
 }
 
 /** The configured storage, gated (see gateBatches) and migrated; closed again when the migration fails. */

@@ -132,6 +132,8 @@ export function createBackgroundJobs(d: Pick<Stores, 'summaryStore' | 'ledger'> 
   keyed(conversationId: string): Atomic; background: Background; compactor: Compactor; semantic: Semantic;
   /** Reports of background compactions, handed out by flush(). */
   reports: CompactionReport[]; backgroundSliceTurns: number | null;
+  /** Counts a background compaction's report as its job ends (memory.stats(): not left waiting for a later call). */
+  counted?: (report: CompactionReport) => Promise<void>;
 }): BackgroundJobs {
   const { keyed, background, compactor, semantic, ledger } = d;
   return {
@@ -139,7 +141,10 @@ export function createBackgroundJobs(d: Pick<Stores, 'summaryStore' | 'ledger'> 
       const atomic = keyed(conversationId);
       background.later(`compact:${conversationId}`, async () => {
         const report = await compactor.compact(conversationId, 'soft', atomic, background.signal, d.backgroundSliceTurns);
-        if (report) d.reports.push(report);
+        if (report) {
+          d.reports.push(report);
+          await d.counted?.(report).catch(() => undefined);
+        }
         // New summaries wait for their vectors like turns do (flush() returns once they have them).
         semantic.schedule(conversationId);
         await atomic(() => ledger.flush()).catch(() => undefined);

@@ -18,6 +18,8 @@ export interface EngineQueue {
   keyed(conversationId: string): Atomic;
   /** A call on the conversation `read` names: read (caller input, once) before it is queued, so it can take that key. */
   on<T>(read: () => string, fn: (conversationId: string) => Promise<T>): Promise<T>;
+  /** Calls waiting and running now, and the most there have been (memory.stats().queues). */
+  depth(): { waiting: number; running: number; maxWaiting: number; maxRunning: number };
   /** Refuses every later call; false when it was shut already. */
   shut(): boolean;
   /** Resolves at once while open (ENGINE_CLOSED once shut), taking no slot: for calls that read no storage. */
@@ -43,6 +45,7 @@ export function createEngineQueue(mode: SchedulerMode): EngineQueue {
       }
       return scheduler.run(conversationId, () => fn(conversationId));
     },
+    depth: () => scheduler.depth(),
     check: () => (closed ? refused() : Promise.resolve()),
     shut() {
       if (closed) return false;

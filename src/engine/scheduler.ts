@@ -45,14 +45,23 @@ export function schedulerModeOf(options: unknown): SchedulerMode {
   }
 }
 
-const settled = (): void => undefined;
-
 export function createScheduler(mode: SchedulerMode = 'keyed') {
   // The last exclusive call; a keyed call with no earlier call on its key runs after it.
   let barrier: Promise<void> = Promise.resolve();
   // The last call on each key admitted since the last exclusive one; a key leaves the map when its last call ends,
   // so the map holds only conversations with calls under way.
   const tails = new Map<string, Promise<void>>();
+  // Calls admitted and not started, and started and not ended (memory.stats().queues): plain counters, no promise more.
+  const depth = { waiting: 0, running: 0, maxWaiting: 0, maxRunning: 0 };
+  const counted = <T>(fn: () => Promise<T>) => {
+    depth.maxWaiting = Math.max(depth.maxWaiting, ++depth.waiting);
+    return () => {
+      depth.waiting--;
+      depth.maxRunning = Math.max(depth.maxRunning, ++depth.running);
+      return fn();
+    };
+  };
+  const ended = (): void => { depth.running--; };
 
   return {
     /** Runs `fn` on `key` (a conversation), or exclusively with `null`. `fn` runs whether earlier calls failed or not. */
@@ -61,16 +70,19 @@ export function createScheduler(mode: SchedulerMode = 'keyed') {
         // Tails and the barrier never reject: waiting on them is waiting for the calls to end, however they ended.
         const earlier = tails.size === 0 ? barrier : Promise.all([barrier, ...tails.values()]);
         tails.clear();
-        const run = earlier.then(fn);
-        barrier = run.then(settled, settled);
+        const run = earlier.then(counted(fn));
+        barrier = run.then(ended, ended);
         return run;
       }
-      const run = (tails.get(key) ?? barrier).then(fn);
-      const tail = run.then(settled, settled);
+      const run = (tails.get(key) ?? barrier).then(counted(fn));
+      const tail = run.then(ended, ended);
       tails.set(key, tail);
       void tail.then(() => { if (tails.get(key) === tail) tails.delete(key); });
       return run;
     },
+
+    /** Calls waiting and running now, and the most there have been. */
+    depth: () => ({ ...depth }),
 
     /** Keys with a call admitted and not finished (for tests). */
     get busyKeys(): number {

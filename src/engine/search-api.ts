@@ -3,7 +3,7 @@
 import type { Atomic } from '../compaction/compactor.js';
 import { PagewiseError } from '../contracts/errors.js';
 import type { Memory } from '../contracts/memory.js';
-import type { Tokenizer } from '../contracts/types.js';
+import type { MemoryStats, Tokenizer } from '../contracts/types.js';
 import { describe, validateConversationId } from '../common/messages.js';
 import { ftsStem } from '../text/fts-words.js';
 import type { MemoryLookup } from '../search/query.js';
@@ -59,9 +59,10 @@ function keyedLookup(store: TurnStore, conversationId: string, atomic: Atomic): 
 /** Without a conversation: nothing is known, nothing private, no speakers. */
 const NO_LOOKUP: MemoryLookup = { known: async () => new Set(), privateWords: async () => new Set(), speakers: async () => [], mentions: async () => [], privateOverlap: async () => false };
 
-export function searchApi(d: { search: Search | null; store: TurnStore; keyed(conversationId: string): Atomic; check(): Promise<void>; tokenizer: () => Promise<Tokenizer>; maxResults: number }): Pick<Memory, 'stats' | 'webSearch'> {
+export function searchApi(d: { search: Search | null; store: TurnStore; keyed(conversationId: string): Atomic; check(): Promise<void>; tokenizer: () => Promise<Tokenizer>; maxResults: number }): Pick<Memory, 'webSearch'> & { stats(): Promise<Pick<MemoryStats, 'search'>> } {
   return {
-    // Counters only: no slot, so a conversation's slow search holds nobody's figures up.
+    // Counters only: no slot, so a conversation's slow search holds nobody's figures up. The usage and health figures
+    // around them are engine/usage.ts's.
     stats: async () => { await d.check(); return { search: d.search ? d.search.stats() : searchOff() }; },
 
     async webSearch(input) {

@@ -3,15 +3,17 @@ import type { LatencyStats, SearchProviderReport, SearchReport, SearchStats } fr
 
 const WINDOW = 256;
 
-/** The last WINDOW durations, and their percentiles. */
+/** The last `size` durations (WINDOW by default), and their percentiles. */
 export class LatencyWindow {
   private readonly values: number[] = [];
   private next = 0;
 
+  constructor(private readonly size = WINDOW) {}
+
   push(ms: number): void {
-    if (this.values.length < WINDOW) this.values.push(ms);
+    if (this.values.length < this.size) this.values.push(ms);
     else this.values[this.next] = ms;
-    this.next = (this.next + 1) % WINDOW;
+    this.next = (this.next + 1) % this.size;
   }
 
   summary(): LatencyStats {

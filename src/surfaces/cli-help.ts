@@ -75,7 +75,7 @@ const KEY = ['key', 'passphrase'];
 const READS = ['db', 'create', ...KEY, 'json'];
 
 const COMMAND_HELP: Record<string, CommandHelp> = {
-  status: { usage: 'status', about: 'The conversations stored, each with its turns, tags, summaries and when it last changed.', options: READS, example: 'pagewise status --db memory.sqlite3' },
+  status: { usage: 'status', about: 'The conversations stored, each with its turns, tags, summaries and when it last changed; the bytes stored and what memory injected and saved. --json adds every figure of memory.stats() (tokens by kind, recall by signal, compactions, latency, errors, queues).', options: READS, example: 'pagewise status --json --db memory.sqlite3' },
   tags: { usage: 'tags -c ID', about: 'The tags of a conversation, most used first, with how many units carry each.', options: ['conversation', ...READS], example: 'pagewise tags -c priya-tom --db memory.sqlite3' },
   branches: { usage: 'branches ID', about: 'The branches of a conversation (edits and regenerations fork it) as a table; * marks the current one.', options: ['-c, --conversation ID  the conversation, instead of ID', ...READS], example: 'pagewise branches priya-tom --db memory.sqlite3' },
   checkout: { usage: 'checkout ID MESSAGE_ID', about: 'Makes the branch through MESSAGE_ID current: what recall reads from now on. Nothing is deleted.', options: ['-c, --conversation ID  the conversation (then MESSAGE_ID alone)', ...READS, 'engine'], example: 'pagewise checkout priya-tom D2:9 --db memory.sqlite3' },

@@ -252,9 +252,13 @@ async function status(memory: Memory, c: Context): Promise<number> {
     rows.push({ ...conv, tags: (await memory.tags(conv.id)).length, summaries: (await memory.summaries(conv.id)).length });
   }
   const { path, encrypted } = c.database;
-  out(c.json, { conversations: rows, encrypted }, () => [
+  // Usage and health (memory.stats()): the counters persisted with the database, the rest since this process opened it.
+  const stats = await memory.stats();
+  const { usage } = stats;
+  out(c.json, { conversations: rows, encrypted, stats }, () => [
     ...(rows.length === 0 ? ['no conversations stored'] : rows.map((r) => `${r.id}\t${count(r.turns, 'turn')}\t${count(r.tags, 'tag')}\t${count(r.summaries, 'summary', 'summaries')}\tupdated ${r.updatedAt}`)),
-    `database ${path}: ${encrypted ? 'encrypted' : 'not encrypted'}`,
+    `database ${path}: ${encrypted ? 'encrypted' : 'not encrypted'}${stats.bytes === null ? '' : `, ${count(stats.bytes, 'byte')}`}`,
+    `usage: ${count(usage.calls.onMessageInbound, 'request')}, ${count(usage.tokens.memory, 'token')} injected, ${count(usage.tokens.saved, 'token')} saved; ${count(usage.compaction.runs, 'compaction')}`,
   ].join('\n'));
   return 0;
 }

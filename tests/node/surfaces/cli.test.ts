@@ -153,7 +153,7 @@ describe('npx pagewise (the CLI)', () => {
     }
     const made = cli('status', '--db', missing, '--create', '--json');
     expect(made.code, made.err).toBe(0);
-    expect(made.json()).toEqual({ conversations: [], encrypted: false });
+    expect(made.json()).toMatchObject({ conversations: [], encrypted: false });
     expect(existsSync(missing)).toBe(true);
   });
 
