@@ -25,12 +25,14 @@ const LONG = [
   'tests/node/system/long-run-scaling.test.ts',
   'tests/node/system/long-run-store.test.ts',
   'tests/node/edge/edge-long.test.ts',
+  'tests/node/edge/pages-edge-long.test.ts',
   'tests/node/engine/*-property*.test.ts',
   'tests/node/engine/sync-bulk.test.ts',
   'tests/node/engine/sync-kill.test.ts',
   'tests/node/tokens/tokenizer-linear.test.ts',
   'tests/node/surfaces/mcp-conformance.test.ts',
   'tests/node/surfaces/cli-encryption.test.ts',
+  'tests/node/retention/retention-long.test.ts',
 ];
 
 export default defineConfig({

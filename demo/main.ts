@@ -6,6 +6,7 @@ import type { BranchList } from '../src/contracts/types-branches.js';
 import { offlineReply } from './responder.js';
 import { streamReply } from './llm.js';
 import { $, el } from './dom.js';
+import { renderHealth } from './health.js';
 import { clearInspector, jump, renderContext } from './inspector.js';
 import { EXAMPLE, EXAMPLE_QUESTION } from './example.js';
 import { ENGINE_KEYS, type Settings, readForm, settingsForm, validate, writeForm } from './settings.js';
@@ -133,7 +134,7 @@ async function branchList(): Promise<BranchList> {
 }
 
 async function refresh(): Promise<void> {
-  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries(), renderCompactionLog(conversationId)]);
+  await Promise.all([renderTurns(), renderConversations(), renderTopics(), renderSummaries(), renderCompactionLog(conversationId), memory && renderHealth(memory, conversationId)]);
   // The new message is stored now: its number can replace "new".
   if (last) inspect(last);
 }

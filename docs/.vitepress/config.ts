@@ -57,6 +57,7 @@ export default defineConfig({
         items: [
           { text: 'Sync', link: '/guide/sync' },
           { text: 'Your data', link: '/guide/data' },
+          { text: 'Retention', link: '/guide/retention' },
           { text: 'Security', link: '/guide/security' },
           { text: 'Encryption at rest', link: '/guide/encryption' },
           { text: 'Storage', link: '/guide/storage' },
@@ -66,6 +67,7 @@ export default defineConfig({
         text: 'Reference',
         items: [
           { text: 'Configuration', link: '/guide/configuration' },
+          { text: 'Operations: figures and upgrades', link: '/guide/operations' },
           { text: 'Errors', link: '/guide/errors' },
           { text: 'API', link: '/api/', collapsed: true, items: apiSidebar },
           { text: 'Libraries, and why', link: '/libraries' },

@@ -32,7 +32,14 @@ export type PagewiseErrorCode =
   /** The database is encrypted and no key or passphrase was given. */
   | 'KEY_REQUIRED'
   /** An HTTP surface's upstream (the proxy's LLM provider) failed or refused the server's own credentials. */
-  | 'UPSTREAM_ERROR';
+  | 'UPSTREAM_ERROR'
+  /** A list's answer is more than one value may carry across Workers RPC (32 MiB): ask for it a page at a time. */
+  | 'RESULT_TOO_LARGE'
+  /**
+   * A sync peer has not read forgets this replica has since compacted (it was away too long, or is new and holds
+   * copies from elsewhere): run `memory.sync(other, { resync: true })` on that peer.
+   */
+  | 'SYNC_RESYNC_REQUIRED';
 
 /** All codes, for validation across the worker boundary. */
 export const ERROR_CODES: readonly PagewiseErrorCode[] = [
@@ -40,7 +47,8 @@ export const ERROR_CODES: readonly PagewiseErrorCode[] = [
   'INVALID_CONTENT', 'EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'ATTACHMENT_TOO_LARGE', 'INVALID_TOOL_CALL', 'INVALID_DATE', 'ID_CONFLICT',
   'CONVERSATION_NOT_FOUND', 'BUDGET_EXCEEDED', 'ENGINE_CLOSED', 'STORAGE_LOCKED', 'STORAGE_UNAVAILABLE',
   'STORAGE_ERROR', 'STORAGE_FULL', 'WORKER_FAILED', 'LLM_ERROR', 'TAGGER_ERROR', 'EMBEDDING_ERROR', 'ABORTED', 'NOT_FOUND', 'UNKNOWN_TOOL',
-  'UNAUTHENTICATED', 'UPSTREAM_ERROR', 'WRONG_KEY', 'KEY_REQUIRED',
+  'UNAUTHENTICATED', 'UPSTREAM_ERROR', 'WRONG_KEY', 'KEY_REQUIRED', 'RESULT_TOO_LARGE',
+  'SYNC_RESYNC_REQUIRED',
 ];
 
 /**

@@ -96,3 +96,28 @@ test('the demo offline, after the 10-message example: Topics names what was talk
   await expect(page.locator('#send-error')).toHaveText('');
   await expect(page.locator('#turns li.live')).toContainText('From memory: user: My dog Biscuit hates thunderstorms, any tips to calm him?');
 });
+
+test('the demo\'s usage and health panel: after a question, the figures memory.stats() gives for the conversation', async ({ page, external: _ }) => {
+  test.setTimeout(600_000);
+  await page.goto('/demo/');
+  await expect(page.locator('body[data-ready="true"]')).toBeAttached();
+  await page.click('#example');
+  await expect(page.locator('#example')).toBeEnabled();
+  await page.fill('#input', 'What did I say about my dog?');
+  await page.click('#send');
+  await expect(page.locator('body')).toHaveAttribute('data-send', /^(sent|failed)$/);
+  await expect(page.locator('#send-error')).toHaveText('');
+  await page.click('#health-panel summary');
+  const figure = (name: string) => page.locator(`#health tr[data-figure="${name}"] td`);
+  // The example asks its questions through onMessageInbound too: every one is counted, and each hook has its latency.
+  await expect(figure('requests')).toHaveText(/^[1-9]\d*$/);
+  await expect(figure('injected')).toHaveText(/^[\d,]+ \(recall [\d,]+ · summaries [\d,]+ · topics [\d,]+ · web 0\)$/);
+  await expect(figure('saved')).toHaveText(/^[\d,]+ of [1-9][\d,]* the whole history would have cost$/);
+  await expect(figure('inbound')).toHaveText(/^p50 [\d.]+ ms · p95 [\d.]+ ms · max [\d.]+ ms \([1-9][\d,]* calls\)$/);
+  await expect(figure('turn')).toHaveText(/^p50 [\d.]+ ms · p95 [\d.]+ ms · max [\d.]+ ms \([1-9][\d,]* calls\)$/);
+  // The demo asks for the turns of a conversation before anything is stored in it: those refusals are counted, and
+  // nothing else failed.
+  await expect(figure('errors')).toHaveText(/^(none|[a-zA-Z]+ CONVERSATION_NOT_FOUND ×\d+( · [a-zA-Z]+ CONVERSATION_NOT_FOUND ×\d+)*)$/);
+  await expect(figure('bytes')).toHaveText(/^[\d.]+ KiB in this conversation · [\d.]+ (KiB|MiB) the whole database$/);
+  await expect(page.locator('#health')).toContainText('Retention: nothing removed');
+});
