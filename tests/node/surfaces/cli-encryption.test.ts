@@ -114,7 +114,7 @@ describe('pagewise on an encrypted database', () => {
     const status = pw('status', '--db', db, '--key-file', key, '--json');
     expect(status.code, status.err).toBe(0);
     expect(status.json()).toMatchObject({ encrypted: true, conversations: [{ id: 'priya-tom', turns: 61 }] });
-    expect(pw('status', '--db', db, '--key-file', key).out).toMatch(/\ndatabase .*memory\.sqlite3: encrypted\n$/);
+    expect(pw('status', '--db', db, '--key-file', key).out).toMatch(/\ndatabase .*memory\.sqlite3: encrypted, \d+ bytes\nusage: [\d,]+ requests?, [\d,]+ tokens? injected, [\d,]+ tokens? saved; [\d,]+ compactions?\n$/);
     const retrieved = pw('retrieve', '-c', 'priya-tom', '-m', "What is the name of Priya's cat?", '--db', db, '--key-file', key, '--embedder', 'off', '--window', '1024', '--json');
     expect(retrieved.code, retrieved.err).toBe(0);
     const manifest = (retrieved.json() as { manifest: { kind: string; sourceIds: string[] }[] }).manifest;
@@ -123,7 +123,7 @@ describe('pagewise on an encrypted database', () => {
     // A plain database says so.
     const plain = join(folder, 'plain.sqlite3');
     expect(pw('status', '--db', plain, '--create', '--json').json()).toMatchObject({ conversations: [], encrypted: false });
-    expect(pw('status', '--db', plain).out).toMatch(/^no conversations stored\ndatabase .*plain\.sqlite3: not encrypted\n$/);
+    expect(pw('status', '--db', plain).out).toMatch(/^no conversations stored\ndatabase .*plain\.sqlite3: not encrypted, \d+ bytes\nusage: 0 requests, 0 tokens injected, 0 tokens saved; 0 compactions\n$/);
   });
 
   it('without a key KEY_REQUIRED, with a wrong one WRONG_KEY: one line, exit 1, and not a byte of the folder changes', () => {
