@@ -4,6 +4,7 @@
 //          (see tests/bench/long-run.ts; its own defaults, not --window)
 //          --only=chat (chat-shaped replay, live embedding vs none)  --only=vectors (search at 10k/100k: index vs exact)
 //          --only=ranking (leave-one-set-out; see tests/bench/ranking.ts)  --only=release --against=PATH (hook latency vs a release)
+//          --only=stats (what recording usage and health costs each hook, with and without OpenTelemetry)
 //          --only=upgrade (migrating 100,000 turns; rebuilding an older summarizer's summaries, hooks meanwhile; see tests/bench/upgrade.ts)
 //          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
 //          --only=encryption (plain vs encrypted fileStorage: chat replay, opens, rekey, export; ~8 min; see tests/bench/encryption.ts)
@@ -246,4 +247,5 @@ if (only.has('encryption')) await (await import('./encryption.js')).encryptionBe
 if (only.has('release')) (await import('./release-compare.js')).releaseCompare(args);
 if (only.has('search')) await (await import('./search.js')).searchBench();
 if (only.has('upgrade')) await (await import('./upgrade.js')).upgradeBench(args);
+if (only.has('stats')) await (await import('./stats.js')).statsBench(args);
 if (only.has('ranking')) await (await import('./ranking.js')).rankingBench(args, options, tokenizer, queryEmbedder);
