@@ -31,7 +31,8 @@ export { relayPeer, type RelayPeer, type RelayPeerOptions } from './surfaces/syn
 export type { RelayTarget } from './storage/relay-protocol.js';
 
 // Calls that leave background work (tagging is done inline; compaction and vectors are not).
-const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries', 'applySync', 'checkout']);
+// A conversation's own retention (setRetention) is applied from the alarm such a call sets too.
+const WRITES = new Set(['onTurnComplete', 'import', 'forget', 'compact', 'regenerateSummaries', 'applySync', 'checkout', 'setRetention']);
 // When the alarm that finishes background work fires: after the calls of a burst, not during them.
 const ALARM_MS = 5_000;
 // Turns of compaction per event (a write's background work, or one alarm): ~0.6 ms of CPU per turn at 50,000 turns
@@ -255,8 +256,14 @@ export class PagewiseMemory<Env = unknown> extends DurableObject<Env> {
     else {
       // Retention is checked again after its interval, a rebuild tried again after its wait, with nothing written meanwhile.
       const due = [retentionInterval(this.options(this.env)), upkeep?.nextInMs ?? null].filter((ms): ms is number => ms !== null);
-      if (due.length > 0) await this.ctx.storage.setAlarm(Date.now() + Math.min(...due));
+      if (due.length > 0) await this.#alarmBy(Date.now() + Math.min(...due));
     }
+  }
+
+  /** Sets the alarm for `at` unless one is due sooner (a write's, set while this slice ran, is not pushed back). */
+  async #alarmBy(at: number): Promise<void> {
+    const set = await this.ctx.storage.getAlarm();
+    if (set === null || set > at) await this.ctx.storage.setAlarm(at);
   }
 
   #unfinished(): string[] {

@@ -126,7 +126,8 @@ async function turnsPage(d: Pick<InspectionDeps, 'store' | 'pathTurns'>, convers
     // A forgotten turn leaves its position empty: the page goes on from there.
     if (last) from = last.seq + 1;
   }
-  const read = (start: number, n: number) => (branch === undefined ? d.store.range(conversationId, start, n) : d.pathTurns(conversationId, branch, start, n));
+  if (branch !== undefined) return branchPage(d, conversationId, branch, limit, at);
+  const read = (start: number, n: number) => d.store.range(conversationId, start, n);
   const budget = pageBudget();
   const items: StoredTurn[] = [];
   let more = false;
@@ -145,6 +146,27 @@ async function turnsPage(d: Pick<InspectionDeps, 'store' | 'pathTurns'>, convers
   }
   const last = items[items.length - 1];
   return { items, cursor: more && last ? cursorOf('turns', conversationId, branch ?? '', [last.id, last.seq] satisfies TurnKey) : null };
+}
+
+/**
+ * A page of the path through `branch`, read once (the path is worked out from the whole tree on each read). That path
+ * runs on to the turn written last below the branch, so a turn written since may re-route it: the cursor's turn must
+ * still be where it was, else the cursor is refused rather than mixing two paths.
+ */
+async function branchPage(d: Pick<InspectionDeps, 'pathTurns'>, conversationId: string, branch: string, limit: number, at: TurnKey | null): Promise<Page<StoredTurn>> {
+  const rows = await d.pathTurns(conversationId, branch, at === null ? 0 : at[1], limit + (at === null ? 1 : 2));
+  if (at !== null && rows.shift()?.id !== at[0]) {
+    throw new PagewiseError('INVALID_ARGUMENT', MODULE, `The turn this cursor stopped at (${describe(at[0])}) is no longer at its place on the path through ${describe(branch)} (a message written since re-routed it, or it was forgotten): list again from { cursor: null }.`, { path: 'page.cursor' });
+  }
+  const budget = pageBudget();
+  const items: StoredTurn[] = [];
+  for (const row of rows.slice(0, limit)) {
+    const turn = publicTurn(row);
+    if (!budget.fits(turn)) break;
+    items.push(turn);
+  }
+  const last = items[items.length - 1];
+  return { items, cursor: rows.length > items.length && last ? cursorOf('turns', conversationId, branch, [last.id, last.seq] satisfies TurnKey) : null };
 }
 
 /**

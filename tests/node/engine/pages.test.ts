@@ -101,6 +101,24 @@ describe('turns a page at a time', () => {
     expect(e.message).toContain('cursor: null');
     await g.close();
   });
+
+  it('a branch\'s path re-routed by a turn written since: the cursor is refused, never two paths mixed', async () => {
+    const m = await createMemory();
+    await m.import(exported(10, 'r'));
+    await m.onTurnComplete({ conversationId: 'r', parentId: 't4', messages: [user('x1', { id: 'x1' }), assistant('x2', { id: 'x2' })] } as never);
+    await m.checkout('r', 't9');
+    const first = await m.turns('r', { cursor: null, limit: 6, branch: 't2' });
+    expect(first.items.map((t) => t.id)).toEqual(['t0', 't1', 't2', 't3', 't4', 'x1']);
+    // Unchanged, the next page goes on along the same path.
+    expect((await m.turns('r', { cursor: first.cursor, limit: 100, branch: 't2' })).items.map((t) => t.id)).toEqual(['x2']);
+    // Written last below t2 now, n1 takes the path through t2 along t5…t9: the cursor no longer stands on it.
+    await m.onTurnComplete({ conversationId: 'r', messages: [user('n1', { id: 'n1' })] });
+    const e = await caught(m.turns('r', { cursor: first.cursor, limit: 100, branch: 't2' }));
+    expect(e).toMatchObject({ code: 'INVALID_ARGUMENT', path: 'page.cursor' });
+    const again = await all((cursor) => m.turns('r', { cursor, limit: 4, branch: 't2' }), 4);
+    expect(again.items.map((t) => t.id)).toEqual(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7', 't8', 't9', 'n1']);
+    await m.close();
+  });
 });
 
 describe('tags and summaries a page at a time', () => {
