@@ -57,6 +57,28 @@ function stateApplier(store: TagStore, layers: AliasLayers, vocabularies: Pick<R
  * the manual and global aliases in force, and the automatic aliases it learns kept to itself (`learned`) until the
  * new index replaces the stored one. `know` sets a tag's unit count in its vocabulary.
  */
+/**
+ * Canonical, deduplicated tags in the order given: slug and plural folding, the alias layers `maps` in order, then an
+ * automatic alias of a known tag in `v`, handed to `learn` (which records it where the caller keeps learned aliases).
+ */
+async function canonicalTags(raws: readonly string[], maps: readonly ReadonlyMap<string, string>[], v: Vocab, learn: (alias: string, tag: string) => void | Promise<void>): Promise<string[]> {
+  const out: string[] = [];
+  for (const raw of raws) {
+    let tag = slug(raw);
+    if (!tag) continue;
+    tag = resolve(maps, tag);
+    if (!v.counts.has(tag) && !maps.some((m) => m.has(tag))) {
+      const known = autoAliasOf(v, tag);
+      if (known !== null) {
+        await learn(tag, known);
+        tag = known;
+      }
+    }
+    if (!out.includes(tag)) out.push(tag);
+  }
+  return out;
+}
+
 function stagedCanonicalizer(layers: AliasLayers, conversationId: string) {
   const learned = new Map<string, string>();
   const v: Vocab = { counts: new Map(), buckets: new Map() };
@@ -66,22 +88,7 @@ function stagedCanonicalizer(layers: AliasLayers, conversationId: string) {
     units: (tag: string): number => v.counts.get(tag) ?? 0,
     async canonical(raws: readonly string[]): Promise<string[]> {
       const [manual, global] = await layers.layersOf(conversationId);
-      const maps = [manual!, global!, learned];
-      const out: string[] = [];
-      for (const raw of raws) {
-        let tag = slug(raw);
-        if (!tag) continue;
-        tag = resolve(maps, tag);
-        if (!v.counts.has(tag) && !maps.some((m) => m.has(tag))) {
-          const known = autoAliasOf(v, tag);
-          if (known !== null) {
-            learned.set(tag, known);
-            tag = known;
-          }
-        }
-        if (!out.includes(tag)) out.push(tag);
-      }
-      return out;
+      return canonicalTags(raws, [manual!, global!, learned], v, (alias, tag) => { learned.set(alias, tag); });
     },
   };
 }
@@ -116,23 +123,11 @@ export function createCanonicalizer(store: TagStore) {
       const maps = await layers.layersOf(conversationId);
       const learned = (await local(conversationId)).auto;
       const v = await vocabularies.vocab(conversationId);
-      const out: string[] = [];
-      for (const raw of raws) {
-        let tag = slug(raw);
-        if (!tag) continue;
-        tag = resolve(maps, tag);
-        if (!v.counts.has(tag) && !maps.some((m) => m.has(tag))) {
-          const known = autoAliasOf(v, tag);
-          if (known !== null) {
-            // Learned from this conversation's content: recorded for it, and rewrites nothing elsewhere.
-            await store.addAlias({ alias: tag, tag: known, source: 'auto', createdAt: nowIso, conversationId }, [{ conversationId, tag: known }]);
-            learned.set(tag, known);
-            tag = known;
-          }
-        }
-        if (!out.includes(tag)) out.push(tag);
-      }
-      return out;
+      return canonicalTags(raws, maps, v, async (alias, tag) => {
+        // Learned from this conversation's content: recorded for it, and rewrites nothing elsewhere.
+        await store.addAlias({ alias, tag, source: 'auto', createdAt: nowIso, conversationId }, [{ conversationId, tag }]);
+        learned.set(alias, tag);
+      });
     },
 
     /** canonical() over a vocabulary made apart from the stored one: see stagedCanonicalizer. */
