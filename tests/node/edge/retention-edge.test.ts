@@ -46,7 +46,7 @@ const call = async <T>(object: string, method: string, ...args: unknown[]): Prom
 };
 const log = async (object: string) => (await mf.dispatchFetch(`http://edge.test/log/${object}`)).json() as Promise<AlarmLog>;
 const allow = async (object: string, yes: boolean) =>
-  expect((await mf.dispatchFetch(`http://edge.test/allow/${object}`, { method: 'POST', body: JSON.stringify(yes) })).status).toBe(204);
+  expect((await mf.dispatchFetch(`http://edge.test/allow/${object}`, { method: 'POST', body: JSON.stringify(yes ? null : 0) })).status).toBe(204);
 
 describe('retention at the edge', () => {
   it('removes turns past maxAgeDays over its alarms, one slice per alarm, pins kept, no RPC failing', async () => {

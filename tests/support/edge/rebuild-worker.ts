@@ -3,10 +3,10 @@
 // built-in one ('new') — so that the test writes a conversation under one release and opens it under the next. Each
 // alarm is counted, with how many summaries the current version had made once it ended; the test lets alarms run
 // one at a time (`allow`), so the state between two alarms stays still while it reads it.
-import { PagewiseMemory, memoryStub, type MemoryNamespaceLike, type PagewiseMemoryOptions } from '../../../src/edge.js';
+import { PagewiseMemory, type MemoryNamespaceLike, type PagewiseMemoryOptions } from '../../../src/edge.js';
 import { EXTRACTIVE_VERSION } from '../../../src/compaction/extractive.js';
 import type { Summarizer } from '../../../src/contracts/types.js';
-import { json } from './json.js';
+import { alarmAllowed, allowAlarms, gatedFetch } from './alarm-gate.js';
 
 interface Env {
   REBUILD_MEMORY: MemoryNamespaceLike;
@@ -33,12 +33,7 @@ export class RebuildMemory extends PagewiseMemory<Env> {
   }
 
   override async alarm(): Promise<void> {
-    const left = this.ctx.storage.kv.get<number>('test:allowed');
-    if (left !== undefined && left <= 0) {
-      await this.ctx.storage.setAlarm(Date.now() + 100);
-      return;
-    }
-    if (left !== undefined) this.ctx.storage.kv.put('test:allowed', left - 1);
+    if (!(await alarmAllowed(this.ctx.storage))) return;
     await super.alarm();
     const row = this.ctx.storage.sql.exec(
       "SELECT (SELECT COUNT(*) FROM summaries WHERE made_by = 'extractive' AND prompt_version = ?) AS current, (SELECT COUNT(*) FROM summaries) AS total", EXTRACTIVE_VERSION).toArray()[0]!;
@@ -52,32 +47,10 @@ export class RebuildMemory extends PagewiseMemory<Env> {
 
   /** Lets `alarms` more alarms run (null: any number). */
   allow(alarms: number | null): void {
-    if (alarms === null) this.ctx.storage.kv.delete('test:allowed');
-    else this.ctx.storage.kv.put('test:allowed', alarms);
+    allowAlarms(this.ctx.storage, alarms);
   }
 }
 
-type Test = { log(): Promise<AlarmLog>; allow(alarms: number | null): Promise<void> };
-
 export default {
-  async fetch(request: Request, env: Env): Promise<Response> {
-    const url = new URL(request.url);
-    const object = (name: string) => env.REBUILD_MEMORY.get(env.REBUILD_MEMORY.idFromName(name) as never) as unknown as Test;
-    // POST /call/:object/:method  body: the arguments (JSON array).
-    const m = /^\/call\/([^/]+)\/(\w+)$/.exec(url.pathname);
-    if (m && request.method === 'POST') {
-      const memory = memoryStub(env.REBUILD_MEMORY, decodeURIComponent(m[1]!)) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-      const args = await request.json() as unknown[];
-      return json(() => memory[m[2]!]!(...args));
-    }
-    const log = /^\/log\/([^/]+)$/.exec(url.pathname);
-    if (log) return Response.json(await object(decodeURIComponent(log[1]!)).log());
-    // POST /allow/:object  body: how many alarms may run from now (null: any number).
-    const allow = /^\/allow\/([^/]+)$/.exec(url.pathname);
-    if (allow && request.method === 'POST') {
-      await object(decodeURIComponent(allow[1]!)).allow(await request.json() as number | null);
-      return new Response(null, { status: 204 });
-    }
-    return new Response('not found', { status: 404 });
-  },
+  fetch: (request: Request, env: Env): Promise<Response> => gatedFetch<AlarmLog>(request, env.REBUILD_MEMORY),
 };

@@ -5,6 +5,7 @@ import { storageDriverCases } from '../conformance/storage-driver.js';
 import { PagewiseMemory, bearerAuth, memoryProxy, memoryStub, syncEndpoint, type MemoryNamespaceLike, type PagewiseMemoryOptions, workersAiEmbedder } from '../../../src/edge.js';
 import { durableObjectSql } from '../../../src/storage/durable-object.js';
 import { json } from './json.js';
+import { alarmAllowed, allowAlarms } from './alarm-gate.js';
 
 interface Namespace<T> extends MemoryNamespaceLike {
   get(id: never): T;
@@ -99,20 +100,14 @@ export class UserMemory extends PagewiseMemory<Env> {
  */
 export class SlicedMemory extends PagewiseMemory<Env> {
   override async alarm(): Promise<void> {
-    const left = this.ctx.storage.kv.get<number>('test:allowed');
-    if (left !== undefined && left <= 0) {
-      await this.ctx.storage.setAlarm(Date.now() + 100);
-      return;
-    }
-    if (left !== undefined) this.ctx.storage.kv.put('test:allowed', left - 1);
+    if (!(await alarmAllowed(this.ctx.storage))) return;
     this.ctx.storage.kv.put('test:alarms', (this.ctx.storage.kv.get<number>('test:alarms') ?? 0) + 1);
     await super.alarm();
   }
 
   /** Lets `alarms` more alarms run (null: any number). */
   async allow(alarms: number | null): Promise<void> {
-    if (alarms === null) this.ctx.storage.kv.delete('test:allowed');
-    else this.ctx.storage.kv.put('test:allowed', alarms);
+    allowAlarms(this.ctx.storage, alarms);
   }
 
   async progress(): Promise<{ alarms: number; alarmAt: number | null; unfinished: string[] }> {
