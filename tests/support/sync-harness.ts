@@ -7,9 +7,16 @@ import { afterAll, afterEach, vi } from 'vitest';
 import { fileStorage } from '../../src/storage/node-file.js';
 import type { Memory } from '../../src/index.js';
 import type { SyncBatch } from '../../src/contracts/types-sync.js';
-import { createMemory } from './helpers.js';
+import { createMemory, user } from './helpers.js';
 
 export const YEAR = 365 * 24 * 3600 * 1000;
+
+/** Stores the user message `id` ("<id> says something") in conversation `c`. */
+export const say = (m: Memory, id: string, c = 'c') => m.onTurnComplete({ conversationId: c, messages: [user(`${id} says something`, { id })] });
+/** The ids of conversation `c`'s turns, sorted; none when it is not stored. */
+export const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c).catch(() => [])).map((t) => t.id!).sort();
+/** A memory's replica id. */
+export const replicaOf = async (m: Memory): Promise<string> => (await m.syncState('')).replica;
 
 /** A folder for this file's databases and the memories opened in a test, closed after it (call at the top level). */
 export function deviceHarness(prefix: string) {

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteWasm } from '../../../src/storage/sqlite-wasm.js';
 import { remoteMemory, syncEndpoint, type Memory } from '../../../src/index.js';
 import type { StorageDriver } from '../../../src/contracts/types.js';
-import { createMemory, user } from '../../support/helpers.js';
+import { createMemory } from '../../support/helpers.js';
+import { ids, replicaOf, say } from '../../support/sync-harness.js';
 
 let open: Memory[] = [];
 afterEach(async () => {
@@ -18,11 +19,8 @@ async function replica(): Promise<{ m: Memory; driver: StorageDriver }> {
   open.push(m);
   return { m, driver };
 }
-const say = (m: Memory, id: string, c = 'c') => m.onTurnComplete({ conversationId: c, messages: [user(`${id} says something`, { id })] });
-const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c).catch(() => [])).map((t) => t.id!).sort();
 const count = async (driver: StorageDriver, sql: string) => Number((await driver.query<{ n: number }>(sql))[0]!.n);
 const tombstones = (driver: StorageDriver) => count(driver, 'SELECT COUNT(*) AS n FROM sync_tombstones');
-const replicaOf = async (m: Memory) => (await m.syncState('')).replica;
 
 describe('peers that hold compaction back', () => {
   it('a peer that synced once, from the start, holds nothing back', async () => {

@@ -4,17 +4,13 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Memory, SyncPeer, SyncState } from '../../../src/index.js';
-import { user } from '../../support/helpers.js';
-import { at, deviceHarness } from '../../support/sync-harness.js';
+import { at, deviceHarness, ids, replicaOf, say } from '../../support/sync-harness.js';
 
 const h = deviceHarness('pagewise-resync-');
 const DAY = 24 * 3600 * 1000;
 
 /** A memory on its own database (in memory, or the file `file` in the test's folder). */
 const mem = async (file?: string): Promise<Memory> => await h.memory(file ? join(h.dir, file) : undefined);
-const say = (m: Memory, id: string, c = 'c') => m.onTurnComplete({ conversationId: c, messages: [user(`${id} says something`, { id })] });
-const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c).catch(() => [])).map((t) => t.id!).sort();
-const replicaOf = async (m: Memory) => (await m.syncState('')).replica;
 
 /** A and B synced; A forgot a1 and a2 of conversation c and compacted them with B (the last tombstone stays). */
 async function compactedPair(): Promise<{ a: Memory; b: Memory }> {

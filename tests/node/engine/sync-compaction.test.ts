@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sqliteWasm } from '../../../src/storage/sqlite-wasm.js';
 import { remoteMemory, syncEndpoint, type Memory } from '../../../src/index.js';
 import type { StorageDriver } from '../../../src/contracts/types.js';
-import { createMemory, user } from '../../support/helpers.js';
-import { at } from '../../support/sync-harness.js';
+import { createMemory } from '../../support/helpers.js';
+import { at, ids, replicaOf, say } from '../../support/sync-harness.js';
 
 let open: Memory[] = [];
 afterEach(async () => {
@@ -23,22 +23,25 @@ async function replica(): Promise<{ m: Memory; driver: StorageDriver }> {
 }
 
 const DAY = 24 * 3600 * 1000;
-const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c).catch(() => [])).map((t) => t.id!).sort();
-const say = (m: Memory, id: string, c = 'c') => m.onTurnComplete({ conversationId: c, messages: [user(`${id} says something`, { id })] });
 const tombstones = async (driver: StorageDriver) => Number((await driver.query<{ n: number }>('SELECT COUNT(*) AS n FROM sync_tombstones'))[0]!.n);
-const replicaOf = async (m: Memory) => (await m.syncState('')).replica;
+
+/** A, B and C synced (C twice, so that it counts); then A forgot a1 and a2, which neither has read yet. */
+async function forgotOnA() {
+  const a = await replica();
+  const b = await replica();
+  const c = await replica();
+  for (const id of ['a1', 'a2', 'a3']) await say(a.m, id);
+  await a.m.sync(b.m);
+  // C counts once it has shown a cursor A signed (its second sync): one sync from the start holds nothing back.
+  await a.m.sync(c.m);
+  await a.m.sync(c.m);
+  await a.m.forget({ conversationId: 'c', messageIds: ['a1', 'a2'] });
+  return { a, b, c };
+}
 
 describe('tombstone compaction', () => {
   it('deletes what A forgot only once B and C have both read it, and the floor keeps later syncs quiet', async () => {
-    const a = await replica();
-    const b = await replica();
-    const c = await replica();
-    for (const id of ['a1', 'a2', 'a3']) await say(a.m, id);
-    await a.m.sync(b.m);
-    // C counts once it has shown a cursor A signed (its second sync): one sync from the start holds nothing back.
-    await a.m.sync(c.m);
-    await a.m.sync(c.m);
-    await a.m.forget({ conversationId: 'c', messageIds: ['a1', 'a2'] });
+    const { a, b, c } = await forgotOnA();
     expect(await tombstones(a.driver)).toBe(2);
     // B reads them, and shows it at its next sync; C has not read them yet.
     await a.m.sync(b.m);
@@ -171,15 +174,7 @@ describe('over HTTP', () => {
 
 describe('acknowledgments', () => {
   it('a bare or borrowed cursor never makes A drop tombstones early', async () => {
-    const a = await replica();
-    const b = await replica();
-    const c = await replica();
-    for (const id of ['a1', 'a2', 'a3']) await say(a.m, id);
-    await a.m.sync(b.m);
-    // C counts once it has shown a cursor A signed (its second sync): one sync from the start holds nothing back.
-    await a.m.sync(c.m);
-    await a.m.sync(c.m);
-    await a.m.forget({ conversationId: 'c', messageIds: ['a1', 'a2'] });
+    const { a, b, c } = await forgotOnA();
     await a.m.sync(b.m);
     await a.m.sync(b.m);
     const cId = await replicaOf(c.m);
