@@ -3,6 +3,7 @@
 // filter it was made under and where the page stopped, so one given to another list is refused, typed.
 import { PagewiseError } from '../contracts/errors.js';
 import { describe } from './messages.js';
+import { fromBase64Url, toBase64Url } from './parts.js';
 
 const MODULE = 'engine';
 export const DEFAULT_PAGE = 500;
@@ -43,22 +44,8 @@ function invalid(path: string, message: string): never {
   throw new PagewiseError('INVALID_ARGUMENT', MODULE, message, { path });
 }
 
-function toBase64Url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
-function fromBase64Url(text: string): string | null {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
-  try {
-    const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
-    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(bin, (ch) => ch.charCodeAt(0)));
-  } catch {
-    return null;
-  }
-}
+/** A cursor's text: only base64url's letters, then base64url of UTF-8 (null otherwise). */
+const cursorText = (text: string): string | null => (/^[A-Za-z0-9_-]*$/.test(text) ? fromBase64Url(text) : null);
 
 /** The cursor of the page after one that stopped at `at` (a list's own keyset position). */
 export function cursorOf<K>(list: ListName, conversationId: string, filter: string, at: K): string {
@@ -78,7 +65,7 @@ export function readPage<K>(list: ListName, conversationId: string, filter: stri
   }
   if (cursor === null) return { limit, at: null };
   const again = `pass { cursor: null } for the first page, then each page's own cursor`;
-  const text = typeof cursor === 'string' ? fromBase64Url(cursor) : null;
+  const text = typeof cursor === 'string' ? cursorText(cursor) : null;
   let body: Partial<CursorBody<unknown>> | null = null;
   try {
     body = text === null ? null : JSON.parse(text) as Partial<CursorBody<unknown>>;

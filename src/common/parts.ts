@@ -91,6 +91,18 @@ export function fromBase64(text: string): Uint8Array {
   return out;
 }
 
+/** Text as base64url (its UTF-8, no padding): what sync receipts and list cursors carry. */
+export const toBase64Url = (text: string): string => toBase64(new TextEncoder().encode(text)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+/** base64url back to text; null when it is not base64 of UTF-8. */
+export function fromBase64Url(text: string): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(fromBase64(text.replace(/-/g, '+').replace(/_/g, '/')));
+  } catch {
+    return null;
+  }
+}
+
 /** SHA-256 of bytes, hex: an attachment's id. */
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return toHex(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>));

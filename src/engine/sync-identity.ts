@@ -11,7 +11,7 @@ import { PagewiseError } from '../contracts/errors.js';
 import type { SyncStore } from '../store/sync-store.js';
 import type { SyncCursor, SyncRenewal, SyncTombstone } from '../contracts/types-sync.js';
 import type { StorageDriver } from '../contracts/types.js';
-import { fromBase64, toBase64, toHex } from '../common/parts.js';
+import { fromBase64Url, toBase64Url, toHex } from '../common/parts.js';
 
 const MODULE = 'sync';
 const VERSION = 'r1';
@@ -42,15 +42,6 @@ function keyOf(secret: string): Promise<CryptoKey> {
   return key;
 }
 
-const base64url = (text: string): string => toBase64(new TextEncoder().encode(text)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
-function fromBase64url(text: string): string | null {
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(fromBase64(text.replace(/-/g, '+').replace(/_/g, '/')));
-  } catch {
-    return null;
-  }
-}
 
 /**
  * Whom a receipt is for: this replica (the sender), the receiver and the conversation filter the cursor was read
@@ -74,14 +65,14 @@ export async function signReceipt(secret: string, scope: ReceiptScope, cursor: S
     rows.tombstone ? [rows.tombstone.rowid, rows.tombstone.tombstone] : null,
   ]);
   const mac = await crypto.subtle.sign('HMAC', await keyOf(secret), new TextEncoder().encode(signed(scope, cursor, body)));
-  return `${VERSION}.${base64url(body)}.${toHex(mac)}`;
+  return `${VERSION}.${toBase64Url(body)}.${toHex(mac)}`;
 }
 
 /** The rows a receipt names, when this replica signed it for exactly this cursor; otherwise null. */
 async function openReceipt(secret: string, scope: ReceiptScope, cursor: SyncCursor): Promise<ReceiptRows | null> {
   const parts = (cursor.receipt ?? '').split('.');
   if (parts.length !== 3 || parts[0] !== VERSION || !/^[0-9a-f]{64}$/.test(parts[2]!)) return null;
-  const body = fromBase64url(parts[1]!);
+  const body = fromBase64Url(parts[1]!);
   if (body === null) return null;
   const mac = Uint8Array.from(parts[2]!.match(/../g)!, (h) => parseInt(h, 16));
   if (!(await crypto.subtle.verify('HMAC', await keyOf(secret), mac, new TextEncoder().encode(signed(scope, cursor, body))))) return null;
