@@ -10,7 +10,7 @@ import { taggableText } from '../common/parts.js';
 import { chunks, type TurnRecord } from '../store/turn-store.js';
 import type { Statement } from '../contracts/types.js';
 import type { SyncStore } from '../store/sync-store.js';
-import { below, headOf, pathTo } from '../store/tree.js';
+import { type HeadRegister, type TreeNode, below, headOf, pathTo } from '../store/tree.js';
 import { settlePath } from './branches.js';
 import { type RetagDeps, retagStatements, tagsOfUnits } from './retag.js';
 
@@ -50,15 +50,10 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
           const nowIso = new Date().toISOString();
           const tombstones = o.messageIds === undefined && o.tag === undefined && o.branch === undefined
             ? d.sync.forgetConversationStatement(conversationId, nowIso) : d.sync.forgetTurnsStatement(conversationId, rows.map((r) => r.rowid), nowIso);
-          // Forgetting the message the conversation is at leaves it at the last one before it on that path (not at
-          // whatever another branch wrote last).
-          const nodes = whole ? [] : await d.tree.nodes(conversationId);
-          const head = whole ? null : headOf(nodes, await d.tree.register(conversationId));
-          const gone = new Set(rows.map((r) => r.id));
-          const back = head && gone.has(head.id) ? [d.tree.checkoutStatement(conversationId, pathTo(nodes, head).filter((n) => !gone.has(n.id)).pop()?.id ?? '', nowIso)] : [];
+          const back = whole ? null : stayAt(await d.tree.nodes(conversationId), await d.tree.register(conversationId), new Set(rows.map((r) => r.id)));
           // Turns received stamped ahead of this clock and held aside (not stored yet) go too: no byte of them stays.
           const held = d.sync.forgetHeldStatement(conversationId, o.messageIds === undefined && o.tag === undefined && o.branch === undefined ? null : rows.map((r) => r.id));
-          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones, held, ...back]);
+          const summaries = await d.remove(conversationId, rows, whole, retag, [tombstones, held, ...(back === null ? [] : [d.tree.checkoutStatement(conversationId, back, nowIso)])]);
           if (!whole) {
             // The head may have gone with them: the positions follow the one the tree has now.
             await settlePath(d, conversationId);
@@ -70,6 +65,27 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
       })();
     },
   };
+}
+
+/**
+ * Forgetting the message the conversation is at leaves it on that path, at the last message before it (not at
+ * whatever another branch wrote last): the id a checkout goes to ('' : the start), or null where none is needed. A
+ * checkout counts from the forget's clock on every replica, so one to the end of the branch would take off the path
+ * what another device appended to that branch meanwhile (it arrives older). None is written where the head falls back
+ * there by itself (the last message written): on every replica it then stays the last message written on that branch,
+ * whatever arrives. One is where what is left falls back elsewhere (another branch written later), or where the head
+ * was a checkout of a forgotten message (that checkout no longer holds: without a new one, a message another device
+ * wrote on another branch before it would take over).
+ */
+function stayAt(nodes: readonly TreeNode[], register: HeadRegister | null, gone: ReadonlySet<string>): string | null {
+  const head = headOf(nodes, register);
+  if (!head || !gone.has(head.id)) return null;
+  const back = pathTo(nodes, head).filter((n) => !gone.has(n.id)).pop() ?? null;
+  const written = headOf(nodes, null);
+  const checkedOut = register !== null && (!written || register.ord > written.ord);
+  const left = nodes.filter((n) => !gone.has(n.id));
+  if (!checkedOut && headOf(left, register)?.id === back?.id) return null;
+  return back?.id ?? '';
 }
 
 /** The rows forget's input names (all of the conversation's when it names none), in order; NOT_FOUND for a miss. */

@@ -98,6 +98,29 @@ describe('branches: what a second look found', () => {
     await m.close();
   });
 
+  it('a forget keeps the conversation on its branch though the checkout that led there goes with it, and a checkout of the forgotten message holds against what another device wrote before it', async () => {
+    const m = await createMemory();
+    const c = 'c';
+    await m.onTurnComplete({ conversationId: c, messages: [u('q0', 'q0'), a('a0', 'a0')] });
+    await m.onTurnComplete({ conversationId: c, messages: [u('q0b', 'q0b'), a('a0b', 'a0b')], parentId: null });
+    await m.checkout(c, 'a0');
+    await m.onTurnComplete({ conversationId: c, messages: [u('q1', 'q1')] });
+    await m.forget({ conversationId: c, messageIds: ['a0', 'q1'] });
+    expect((await m.turns(c)).map((t) => t.id)).toEqual(['q0']);
+    await m.close();
+    const [laptop, phone] = [await createMemory(), await createMemory()];
+    await laptop.onTurnComplete({ conversationId: c, messages: [u('q0', 'q0'), a('a0', 'a0')] });
+    await laptop.sync(phone);
+    await phone.onTurnComplete({ conversationId: c, messages: [u('q0 edited', 'q0b')], parentId: null });
+    await laptop.onTurnComplete({ conversationId: c, messages: [u('q1', 'q1')] });
+    await laptop.checkout(c, 'q1');
+    await laptop.forget({ conversationId: c, messageIds: ['q1'] });
+    await laptop.sync(phone);
+    for (const x of [laptop, phone]) expect((await x.turns(c)).map((t) => t.id)).toEqual(['q0', 'a0']);
+    await laptop.close();
+    await phone.close();
+  });
+
   it("a checkout of a private message does not travel; a long whole history is matched along the tree", async () => {
     const laptop = await createMemory();
     const phone = await createMemory();
