@@ -181,7 +181,10 @@ export interface SyncTombstone {
   forgottenAt: string;
 }
 
-/** A pin's state: the latest of pin and unpin (by time; a tie pins). */
+/**
+ * A pin's state: the latest of pin and unpin (by time; a tie pins). A replica holding the same state takes the later
+ * time too, so every replica lists pins alike (oldest first).
+ */
 export interface SyncPin {
   conversationId: string;
   messageId: string;
@@ -191,7 +194,7 @@ export interface SyncPin {
 
 /**
  * A manual alias, or its removal: for one alias the later of them wins (a tie: an alias over a removal, then the
- * greater tag).
+ * greater tag). A replica holding the same state takes the later time too.
  */
 export interface SyncAlias {
   /** null: a global alias (only in a sync of every conversation). */

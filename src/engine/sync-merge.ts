@@ -85,19 +85,24 @@ function pinStateStatements(driver: StorageDriver, pins: readonly SyncPin[]): St
 }
 
 /**
- * One slice of pins (at most MERGE_SLICE) merged: the statements that set the states it changes (the later of pin
- * and unpin wins; a tie pins), read against this replica's states in one query. A pin of a message not stored here
- * (private where it was written) is not kept.
+ * One slice of pins (at most MERGE_SLICE) merged: the statements that set the states that win here (the later of pin
+ * and unpin; a tie pins), read against this replica's states in one query, and how many of them change a state. A
+ * state equal to this replica's but later takes its time too, uncounted: every replica ends with the same state and
+ * time, whichever way the syncs ran, so they list pins in the same order (oldest first). A pin of a message not
+ * stored here (private where it was written) is not kept.
  */
 export async function mergePins(d: MergeDeps, pins: readonly SyncPin[]): Promise<{ statements: Statement[]; changed: number }> {
   if (pins.length === 0) return { statements: [], changed: 0 };
   const local = await localPins(d.driver, pins);
+  let changed = 0;
   const wins = pins.filter((pin, i) => {
     const mine = local.get(i);
     if (mine === undefined) return false;
-    return !mine || ((pin.at > mine.at || (pin.at === mine.at && pin.pinned && !mine.pinned)) && mine.pinned !== pin.pinned);
+    const win = !mine || pin.at > mine.at || (pin.at === mine.at && pin.pinned && !mine.pinned);
+    if (win && (!mine || mine.pinned !== pin.pinned)) changed++;
+    return win;
   });
-  return { statements: pinStateStatements(d.driver, wins), changed: wins.length };
+  return { statements: pinStateStatements(d.driver, wins), changed };
 }
 
 // ---- aliases ----
@@ -142,7 +147,8 @@ async function storedConversations(driver: StorageDriver, ids: readonly string[]
 /**
  * One slice of manual aliases and their removals (at most MERGE_SLICE) merged (laterAlias) and applied in one
  * transaction (canonicalizer.applyStates): an alias that would make a loop here is left out, a removal of an alias
- * not here is recorded (an older add arriving later loses to it). Resolves with how many changed.
+ * not here is recorded (an older add arriving later loses to it). A state equal to this replica's but later only
+ * takes its time, uncounted (every replica ends with the same times). Resolves with how many changed.
  */
 export async function mergeAliases(d: MergeDeps, aliases: readonly SyncAlias[]): Promise<number> {
   if (aliases.length === 0) return 0;
@@ -150,15 +156,22 @@ export async function mergeAliases(d: MergeDeps, aliases: readonly SyncAlias[]):
   const local = await localAliases(d.driver, aliases);
   const states: SyncAlias[] = [];
   const records: SyncAlias[] = [];
+  const retimed: SyncAlias[] = [];
   for (const [i, a] of aliases.entries()) {
     if (a.conversationId !== null && !exists.has(a.conversationId)) continue;
     const mine = local.get(i);
-    if (mine && (!laterAlias(a, mine) || (!!mine.removed === !!a.removed && mine.tag === a.tag))) continue;
-    if (!a.removed || (mine && !mine.removed)) states.push(a);
+    if (mine && !laterAlias(a, mine)) continue;
+    if (mine && !!mine.removed === !!a.removed && mine.tag === a.tag) (a.removed ? records : retimed).push(a);
+    else if (!a.removed || (mine && !mine.removed)) states.push(a);
     else records.push(a);
   }
-  const also = each(d.driver, 'INSERT OR REPLACE INTO sync_alias_removals (conversation_id, alias, removed_at) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)',
-    records.map((a) => [a.conversationId ?? '', a.alias, a.createdAt]));
+  const also = [
+    ...each(d.driver, 'INSERT OR REPLACE INTO sync_alias_removals (conversation_id, alias, removed_at) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)',
+      records.map((a) => [a.conversationId ?? '', a.alias, a.createdAt])),
+    // The same manual alias row with the later time: it reads as it did, nothing is retagged.
+    ...each(d.driver, "INSERT OR REPLACE INTO tag_aliases (conversation_id, alias, tag, source, created_at) SELECT value ->> 0, value ->> 1, value ->> 2, 'manual', value ->> 3 FROM json_each(?)",
+      retimed.map((a) => [a.conversationId ?? '', a.alias, a.tag, a.createdAt])),
+  ];
   const applied = await d.canonicalizer.applyStates(states, also);
   // A removal counts as a change whether or not the alias was still there (as remove() one at a time counted it).
   return applied.filter((x) => x !== null).length;

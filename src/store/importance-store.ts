@@ -27,7 +27,8 @@ export function createImportanceStore(driver: StorageDriver) {
     },
 
     async pinned(conversationId: string): Promise<string[]> {
-      const rows = await driver.query<{ turn_id: string }>('SELECT turn_id FROM pins WHERE conversation_id = ? ORDER BY pinned_at', [conversationId]);
+      // Oldest pin first; pins of one millisecond by id, so replicas that synced list them alike.
+      const rows = await driver.query<{ turn_id: string }>('SELECT turn_id FROM pins WHERE conversation_id = ? ORDER BY pinned_at, turn_id', [conversationId]);
       return rows.map((r) => r.turn_id);
     },
 

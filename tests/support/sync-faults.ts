@@ -182,8 +182,8 @@ export class Model {
 
   /**
    * One direction of a sync: tombstones (one stamped past `bound` taken as made `now`, once), the turns `to` lacks
-   * (held aside when stamped past `bound`), pin states (the later wins, a tie pins; a state equal to the receiver's
-   * keeps its time there) and manual aliases (the later wins; a conversation's only where it is stored). Returns how
+   * (held aside when stamped past `bound`), pin states (the later wins, a tie pins; the same state, later, brings its
+   * time) and manual aliases (the later wins, its time too; a conversation's only where it is stored). Returns how
    * many turns were newly held aside.
    */
   #transfer(from: number, to: number, now: number): number {
@@ -212,13 +212,13 @@ export class Model {
     }
     for (const [id, p] of f.pins) {
       const mine = s.pins.get(id);
-      if (this.turns.get(id)!.private || !s.held.has(id) || (mine && (p.pinned === mine.pinned || p.at < mine.at || (p.at === mine.at && !p.pinned)))) continue;
+      if (this.turns.get(id)!.private || !s.held.has(id) || (mine && (p.at < mine.at || (p.at === mine.at && (p.pinned === mine.pinned || !p.pinned))))) continue;
       s.pins.set(id, { ...p });
     }
     for (const [key, a] of f.aliases) {
       const scope = key.slice(0, key.indexOf('\u0000'));
       const mine = s.aliases.get(key);
-      if ((scope !== '' && !this.exists(to, scope)) || (mine && (a.at <= mine.at || (mine.removed === a.removed && mine.tag === a.tag)))) continue;
+      if ((scope !== '' && !this.exists(to, scope)) || (mine && a.at <= mine.at)) continue;
       s.aliases.set(key, { ...a });
     }
     return aside;

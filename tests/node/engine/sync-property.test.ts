@@ -294,17 +294,22 @@ async function checkConverged(reps: Replicas, model: Model): Promise<void> {
     const pinLists = await Promise.all(replicas.map((r) => orNone(reps.on<string[]>(r, 'pins', c))));
     for (const r of replicas) {
       expect([...pinLists[r]!].sort(), `pins of ${c} on replica ${r}`).toEqual(model.pinnedIn(r, c));
-      // As sets: a pin state equal to a replica's own keeps its time, so "oldest pin first" may differ between replicas.
-      expect(pinLists[r]!.filter((id) => everywhere.has(id)).sort(), `pins of ${c}'s turns held everywhere, on replica ${r} against replica 0's`)
-        .toEqual(pinLists[0]!.filter((id) => everywhere.has(id)).sort());
+      // In order: every replica ends with the same pin times, so lists them oldest first alike.
+      expect(pinLists[r]!.filter((id) => everywhere.has(id)), `pins of ${c}'s turns held everywhere, on replica ${r} against replica 0's`)
+        .toEqual(pinLists[0]!.filter((id) => everywhere.has(id)));
     }
   }
-  // Manual aliases and their removals, as each replica would send them, as the model merged them (a state equal to a
-  // replica's own keeps its time there, so times may differ).
+  // Manual aliases and their removals, as each replica would send them, as the model merged them; those replica 0
+  // holds too with the same time there.
+  const first = new Map<string, string>();
   for (const r of replicas) {
     const batch = await reps.on<SyncBatch>(r, 'syncChanges', { to: 'rmodel', cursor: { turns: 0, tombstones: 0 }, maxTurns: 2000 });
-    const states = batch.aliases.map((a) => `${a.conversationId ?? ''}/${a.alias} → ${a.removed ? '(removed)' : a.tag}`).sort();
-    expect(states, `aliases on replica ${r}`).toEqual(model.aliasStates(r));
+    const states = batch.aliases.map((a) => `${a.conversationId ?? ''}/${a.alias} → ${a.removed ? '(removed)' : a.tag}`);
+    expect([...states].sort(), `aliases on replica ${r}`).toEqual(model.aliasStates(r));
+    const timed = batch.aliases.map((a, k) => [`${a.conversationId ?? ''}/${a.alias}`, `${states[k]} at ${a.createdAt}`] as const);
+    if (r === 0) for (const [key, t] of timed) first.set(key, t);
+    const both = timed.filter(([key]) => first.has(key));
+    expect(both.map(([, t]) => t), `aliases on replica ${r} with their times against replica 0's`).toEqual(both.map(([key]) => first.get(key)));
   }
 }
 
