@@ -155,6 +155,15 @@ async function move(p: Direction, cursor: SyncCursor, missing: readonly SyncMiss
   }
 }
 
+/**
+ * What a replica's state shows its peer besides the cursor: its other cursors, the turns it received from it, whether
+ * it heard the peer's id was left for a copy, and the ids it left itself.
+ */
+const shown = (s: SyncState) => ({
+  ...(s.elsewhere ? { seenElsewhere: s.elsewhere } : {}), ...(s.received ? { seenTurns: s.received } : {}), ...(s.twin ? { seenTwin: true } : {}),
+  ...(s.previous ? { left: s.previous } : {}),
+});
+
 /** The two replicas' ids and cursors, after each has checked what the other says it read of it (see SyncStateOptions). */
 async function handshake(self: SyncPeer, peer: SyncPeer, filter: string[] | undefined, renewed: SyncRenewal[]) {
   let selfId = (await self.syncState('', filter)).replica;
@@ -169,16 +178,16 @@ async function handshake(self: SyncPeer, peer: SyncPeer, filter: string[] | unde
     if (theirs.replica === selfId) invalid('other', `is this same replica (${describe(selfId)}): sync two memories with their own storage.`);
   }
   // This replica checks what the peer read of it…
-  let ours = await self.syncState(theirs.replica, filter, { seen: theirs.cursor, ...(theirs.elsewhere ? { seenElsewhere: theirs.elsewhere } : {}) });
+  let ours = await self.syncState(theirs.replica, filter, { seen: theirs.cursor, ...shown(theirs) });
   if (ours.renewed) {
     renewed.push(ours.renewed);
     selfId = ours.replica;
   }
   // …and the peer what this one read of it (a peer that renews is read from the start).
-  theirs = await peer.syncState(selfId, filter, { seen: ours.cursor, ...(ours.elsewhere ? { seenElsewhere: ours.elsewhere } : {}) });
+  theirs = await peer.syncState(selfId, filter, { seen: ours.cursor, ...shown(ours) });
   if (theirs.renewed) {
     renewed.push(theirs.renewed);
-    ours = await self.syncState(theirs.replica, filter);
+    ours = await self.syncState(theirs.replica, filter, theirs.previous ? { left: theirs.previous } : undefined);
   }
   return { selfId, ours, theirs };
 }

@@ -4,18 +4,23 @@
 import { checkObject } from './support.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { DEFAULT_BATCH_BYTES, DEFAULT_BATCH_TURNS, MAX_BATCH_TURNS, readConversationFilter, readCount } from '../common/sync.js';
-import { describe, readArray, readRecord } from '../common/messages.js';
+import { describe, readArray, readRecord, validateConversationId } from '../common/messages.js';
 import { toBase64 } from '../common/parts.js';
 import type { AttachmentStore } from '../store/attachment-store.js';
 import { utf8Bytes } from '../storage/limits.js';
 import type { ChangeRow, SyncStore } from '../store/sync-store.js';
 import type { TreeStore } from '../store/tree.js';
-import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncReceived, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
 import type { StorageDriver } from '../contracts/types.js';
 import { renew, signReceipt, verifyCursor, type ReceiptRows } from './sync-identity.js';
 import { acknowledge, behind, resyncRequired } from './sync-compaction.js';
 
 const MODULE = 'sync';
+/**
+ * The turns received from a peer shown back to it at each handshake: the newest ones, so a copy that lacks what was
+ * synced from its twin (which arrived after everything it holds) finds itself even when that twin synced since.
+ */
+const RECEIVED_SHOWN = 16;
 /** Tombstones per batch (ids and hashes: small). */
 const TOMBSTONES_PER_BATCH = 2000;
 
@@ -56,11 +61,35 @@ export function readCursor(value: unknown, path: string): SyncCursor {
 
 type Seen = { conversations: string[] | null; cursor: SyncCursor; receiver?: string };
 
-function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen[]; renew: boolean; resync?: 'check' | 'start' } {
-  if (value === undefined) return { seen: [], renew: false };
+/** Turns a peer shows back (SyncState.received), at most RECEIVED_SHOWN. */
+function readSeenTurns(value: unknown): SyncReceived[] {
+  const path = 'options.seenTurns';
+  const list = value === undefined ? [] : readArray(value, path, 'INVALID_ARGUMENT', MODULE);
+  if (!list || list.length > RECEIVED_SHOWN) invalid(path, `must be at most ${RECEIVED_SHOWN} { conversationId, id, contentHash }, as syncState().received gives them (got ${describe(value)}).`);
+  return list.map((raw, i) => {
+    const t = readRecord(raw, `${path}[${i}]`, 'INVALID_ARGUMENT', MODULE);
+    if (!t || typeof t.id !== 'string' || t.id.length === 0 || t.id.length > 1024 || typeof t.contentHash !== 'string' || !/^[0-9a-f]{64}$/.test(t.contentHash)) {
+      invalid(`${path}[${i}]`, `must be { conversationId, id, contentHash } as syncState().received gives it (got ${describe(raw)}).`);
+    }
+    return { conversationId: validateConversationId(t.conversationId, `${path}[${i}].conversationId`), id: t.id, contentHash: t.contentHash };
+  });
+}
+
+/** Ids a peer says it left (SyncState.previous), at most 8. */
+function readLeft(value: unknown): string[] {
+  const list = value === undefined ? [] : readArray(value, 'options.left', 'INVALID_ARGUMENT', MODULE);
+  if (!list || list.length > 8) invalid('options.left', `must be at most 8 replica ids, as syncState().previous gives them (got ${describe(value)}).`);
+  return list.map((id, i) => readReplicaId(id, `options.left[${i}]`));
+}
+
+type StateOptions = { seen: Seen[]; seenTurns: SyncReceived[]; seenTwin: boolean; left: string[]; renew: boolean; resync?: 'check' | 'start' };
+
+function readStateOptions(value: unknown, filter: string[] | null): StateOptions {
+  if (value === undefined) return { seen: [], seenTurns: [], seenTwin: false, left: [], renew: false };
   const o = readRecord(value, 'options', 'INVALID_ARGUMENT', MODULE);
   if (!o) invalid('options', `must be { seen?, seenElsewhere?, renew?, resync? } (got ${describe(value)}).`);
   if (o.renew !== undefined && typeof o.renew !== 'boolean') invalid('options.renew', `must be true or false (got ${describe(o.renew)}).`);
+  if (o.seenTwin !== undefined && typeof o.seenTwin !== 'boolean') invalid('options.seenTwin', `must be true or false (got ${describe(o.seenTwin)}).`);
   if (o.resync !== undefined && o.resync !== 'check' && o.resync !== 'start') invalid('options.resync', `must be 'check' or 'start' (got ${describe(o.resync)}).`);
   const seen: Seen[] = o.seen === undefined ? [] : [{ conversations: filter, cursor: readCursor(o.seen, 'options.seen') }];
   const elsewhere = o.seenElsewhere === undefined ? [] : readArray(o.seenElsewhere, 'options.seenElsewhere', 'INVALID_ARGUMENT', MODULE);
@@ -73,7 +102,10 @@ function readStateOptions(value: unknown, filter: string[] | null): { seen: Seen
       ...(e.receiver === undefined ? {} : { receiver: readReplicaId(e.receiver, `options.seenElsewhere[${i}].receiver`) }),
     });
   }
-  return { seen, renew: o.renew === true, ...(o.resync === undefined ? {} : { resync: o.resync as 'check' | 'start' }) };
+  return {
+    seen, seenTurns: readSeenTurns(o.seenTurns), seenTwin: o.seenTwin === true, left: readLeft(o.left), renew: o.renew === true,
+    ...(o.resync === undefined ? {} : { resync: o.resync as 'check' | 'start' }),
+  };
 }
 
 /** Every cursor this replica keeps for `peer`, with the id it was given under (this one's, before it renews). */
@@ -169,8 +201,11 @@ export function syncReadApi(d: SyncReadDeps) {
         const id = readReplicaId(peer, 'peer', true);
         const filter = readConversationFilter(conversations) ?? null;
         const o = readStateOptions(options, filter);
-        // A peer's receipt naming rows this history never held: this database is a copy of the one it read.
-        const diverged = id !== '' && (await isCopy(d.sync, id, o.seen));
+        // A peer's receipt naming rows this history never held, a turn it received from this id that this history
+        // never held, or its word that another replica left this id because of a copy: this database is a copy of the
+        // one it read (a copied file, a restored backup).
+        const diverged = id !== '' && (o.seenTwin || (await isCopy(d.sync, id, o.seen)) || (await d.sync.lacksAny(o.seenTurns)));
+        if (id !== '' && o.left.length > 0) await d.driver.batch(d.sync.leftStatements(o.left, new Date().toISOString()));
         // What this replica read of `peer` before it renews (its cursors go with the old id): still evidence that the
         // peer may be a copy itself, given to it under the old id.
         const before = diverged && !o.renew ? await evidenceOf(d.sync, id, filter) : [];
@@ -180,10 +215,14 @@ export function syncReadApi(d: SyncReadDeps) {
         const shown = id !== '' && options?.seen !== undefined ? o.seen[0]!.cursor : undefined;
         const after = { ...(shown ? await afterSeen(d, id, shown, filter) : {}), ...(await resyncHere(d, id, filter, o.resync)) };
         const elsewhere = id === '' ? [] : await d.sync.otherCursors(id, filter);
+        const received = id === '' ? [] : await d.sync.receivedFrom(id, RECEIVED_SHOWN);
+        const previous = id === '' ? [] : await d.sync.previousIds();
+        const twin = id !== '' && (await d.sync.isLeft(id));
         return {
           ...after,
           replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter),
           ...(elsewhere.length + before.length > 0 ? { elsewhere: [...before, ...elsewhere].slice(0, 8) } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
+          ...(received.length > 0 ? { received } : {}), ...(previous.length > 0 ? { previous } : {}), ...(twin ? { twin: true as const } : {}),
         };
       });
     },

@@ -7,6 +7,10 @@
 //   - a signed receipt naming rows this replica's history does not hold: the receipt was given by another database
 //     with the same id and secret — this one is a copy of it (a copied file, a restored backup) — so this replica
 //     takes a new id (renew): every peer then reads it from the start, and it gets every turn written under the old id.
+// A receipt can be lost — replaced by a forged cursor, by an old batch applied again, by its twin's receipt — so the
+// peer also shows the newest turns it received from this id (SyncState.received): one this history neither holds nor
+// ever removed is the same proof (sync-changes.ts checks both). And a replica that renewed tells every peer the ids it
+// left; a peer tells whoever still answers to one of them that it is a twin (SyncState.twin), and it renews too.
 import { PagewiseError } from '../contracts/errors.js';
 import type { SyncStore } from '../store/sync-store.js';
 import type { SyncCursor, SyncRenewal, SyncTombstone } from '../contracts/types-sync.js';

@@ -1,6 +1,7 @@
 import { PagewiseError } from '../contracts/errors.js';
 import { limitsOf } from '../storage/limits.js';
 import type { StorageDriver } from '../contracts/types.js';
+import { DEVICES_MIGRATION } from './schema-devices.js';
 import { SYNC_COMPACTION_MIGRATION } from './schema-sync.js';
 
 /**
@@ -352,27 +353,21 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
   // replica (tombstones are compacted once all have), usage counters per conversation. No existing row is rewritten:
   // the migration costs the same on 100,000 turns as on none.
   [
-    // <retention>
     // A conversation's own retention (memory.setRetention): days, NULL for the option's, -1 for none. The log says
     // what retention removed and why, never any text.
     `CREATE TABLE retention_policies (conversation_id TEXT PRIMARY KEY, max_age_days REAL, idle_days REAL, keep_pinned INTEGER, set_at TEXT NOT NULL) WITHOUT ROWID`,
     `CREATE TABLE retention_log (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, conversation_id TEXT NOT NULL, reason TEXT NOT NULL, turns INTEGER NOT NULL,
       conversation_removed INTEGER NOT NULL, before TEXT)`,
-    // </retention>
-    // <usage>
     // memory.stats()'s counters (engine/usage.ts), kept where an evicted Durable Object finds them: one row per figure.
     `CREATE TABLE usage_counters (conversation_id TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (conversation_id, name)) WITHOUT ROWID`,
-    // </usage>
-    // <rebuild>
     // Which tagger (name@version) made each conversation's tag index (engine/rebuild-tags.ts): one of another
     // signature is tagged again in the background. A conversation with none counts as the configured tagger's.
     `CREATE TABLE tag_signatures (conversation_id TEXT PRIMARY KEY, signature TEXT NOT NULL) WITHOUT ROWID`,
-    // </rebuild>
-    // <sync>
     // Tombstone compaction and resync (store/schema-sync.ts).
     ...SYNC_COMPACTION_MIGRATION,
-    // </sync>
   ],
+  // 14: sync on real devices, continued (store/schema-devices.ts).
+  DEVICES_MIGRATION,
 ];
 
 /** The schema version this build writes. */

@@ -92,8 +92,11 @@ function parseCall(bytes: Uint8Array): { method: SyncMethod; args: unknown[] } {
 
 /**
  * The arguments as the memory gets them: a caller over HTTP never makes the memory take a new id (`renew`), start a
- * resync or end one (`resync` of a batch it applies: what is still marked would go); it may still show it a receipt
- * (`seen`), which the memory checks against its own history and its own signature. A resync's read
+ * resync or end one (`resync` of a batch it applies: what is still marked would go), nor name turns it says it
+ * received from it or say it is a twin (`seenTurns`, `seenTwin`: anyone could, to make it renew at will); it may still
+ * show it a receipt (`seen`), which the memory checks against its own history and its own signature, and tell it the
+ * ids it left (`left`: a device that renewed must, for its copy to be found; a token holder could name another
+ * device's id and make that device take a new id at its next sync — one full exchange, nothing lost). A resync's read
  * (SyncRequest.resync) passes: it is how a device resyncs with the edge, and serves only what the caller may read.
  */
 function callerArgs(method: SyncMethod, args: unknown[]): unknown[] {
@@ -106,7 +109,8 @@ function callerArgs(method: SyncMethod, args: unknown[]): unknown[] {
   if (method !== 'syncState' || args.length < 3) return args;
   const options = readRecord(args[2], 'args[2]', 'INVALID_ARGUMENT', MODULE);
   if (!options) badRequest(`args[2], syncState's options, must be an object { seen? } (got ${describe(args[2])}).`, 'args[2]');
-  return [args[0], args[1] ?? undefined, { ...(options.seen === undefined ? {} : { seen: options.seen }), ...(options.seenElsewhere === undefined ? {} : { seenElsewhere: options.seenElsewhere }) }];
+  return [args[0], args[1] ?? undefined, { ...(options.seen === undefined ? {} : { seen: options.seen }), ...(options.seenElsewhere === undefined ? {} : { seenElsewhere: options.seenElsewhere }),
+    ...(options.left === undefined ? {} : { left: options.left }) }];
 }
 
 /**

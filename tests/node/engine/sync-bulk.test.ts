@@ -77,8 +77,10 @@ describe('sync at scale: pins', () => {
     const b = await replica();
     await sqlTurns(a.driver, 'c', n, b.id);
     await sqlTurns(b.driver, 'c', n, a.id);
-    // Messages only the sender has (private where it wrote them, say): their pins are not kept on the receiver.
+    // Messages only the sender has (the receiver wrote them, sent them and forgot them since): their pins are not kept
+    // on the receiver. What it removed it records (sync_removed), so it does not take them for a twin's turns.
     await sqlTurns(a.driver, 'c', 10, b.id, 'x');
+    await b.driver.batch([{ sql: `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10) INSERT INTO sync_removed (rowid, content_hash) SELECT 1000000 + i, printf('%064d', i) FROM n` }]);
     const series = (where: string) => `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n}) SELECT 'c', 'm' || i, ${where} FROM n`;
     const time = (seconds: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', '${at(0)}', '+' || (${seconds}) || ' seconds')`;
     await a.driver.batch([

@@ -6,10 +6,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Memory } from '../../../src/index.js';
 import type { SyncBatch } from '../../../src/contracts/types-sync.js';
+import { remoteMemory, syncEndpoint } from '../../../src/index.js';
+import { fileStorage } from '../../../src/node.js';
 import { user } from '../../support/helpers.js';
 import { YEAR, at, deviceHarness, forgeCursor } from '../../support/sync-harness.js';
 
-const { dir, memory, close } = deviceHarness('pagewise-devices-');
+const { dir, memory, close, reopen } = deviceHarness('pagewise-devices-');
 
 const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c)).map((t) => t.id!).sort();
 const say = (m: Memory, id: string, text = `${id} says something`) => m.onTurnComplete({ conversationId: 'c', messages: [user(text, { id })] });
@@ -155,6 +157,90 @@ describe('clocks', () => {
     await at(Date.now() + YEAR + 60_000, () => ahead.sync(edge));
     expect(await ids(edge)).toEqual(['future']);
     expect((await edge.syncState('')).held).toBeUndefined();
+  });
+});
+
+describe('the turns a peer received, shown back', () => {
+  it('over HTTP: a restored laptop whose receipt at the edge was forged still finds itself by the turns the edge shows it', async () => {
+    const edgeMemory = await memory();
+    const handler = syncEndpoint({ memory: edgeMemory, authenticate: (r) => (r.headers.get('authorization') === 'Bearer t' ? 'me' : null) });
+    const edge = remoteMemory('https://edge.test/v1/pagewise/sync', { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const file = join(dir, 'restored-http.sqlite3');
+    let laptop = await memory(file);
+    await say(laptop, 'm1');
+    await laptop.sync(edge);
+    const backup = await laptop.exportDatabase();
+    await say(laptop, 'a1');
+    await laptop.sync(edge);
+    await forgeCursor(edgeMemory, laptop);
+    laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
+    expect((await laptop.sync(edge)).renewed.map((r) => r.reason)).toEqual(['copy']);
+    expect(await ids(laptop)).toEqual(['a1', 'm1']);
+  });
+
+  it('a caller over HTTP cannot make the edge take a new id by naming turns it never held', async () => {
+    const edgeMemory = await memory();
+    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+    const before = (await edgeMemory.syncState('')).replica;
+    const seenTurns = [{ conversationId: 'c', id: 'never', contentHash: 'a'.repeat(64) }];
+    const res = await handler(new Request('https://edge.test/v1/pagewise/sync', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ method: 'syncState', args: ['rsomeone', null, { seenTurns }] }) }));
+    expect(res.status).toBe(200);
+    expect((await edgeMemory.syncState('')).replica).toBe(before);
+    // In-process the same names do make it renew: a peer that received them from this id is a twin.
+    expect((await edgeMemory.syncState('rsomeone', undefined, { seenTurns })).renewed).toMatchObject({ previous: before, reason: 'copy' });
+  });
+
+  it('a forget made before removals were recorded (its tombstone only) is not taken for a copy\'s gap', async () => {
+    const [file, phoneFile] = [join(dir, 'old-forget.sqlite3'), join(dir, 'old-forget-phone.sqlite3')];
+    let laptop = await memory(file);
+    let phone = await memory(phoneFile);
+    await say(laptop, 'm1');
+    await say(laptop, 'm2');
+    await laptop.sync(phone);
+    await laptop.forget({ conversationId: 'c', messageIds: ['m2'] });
+    // Databases from before schema 12: no sync_removed rows for older forgets, and cursors without receipts.
+    const sql = async (at: string, statement: string) => {
+      const driver = await fileStorage(at)();
+      await driver.batch([{ sql: statement }]);
+      await driver.close();
+    };
+    await Promise.all([close(laptop), close(phone)]);
+    await sql(file, 'DELETE FROM sync_removed');
+    await sql(phoneFile, "UPDATE sync_peers SET receipt = ''");
+    [laptop, phone] = [await memory(file), await memory(phoneFile)];
+    const report = await phone.sync(laptop);
+    expect(report.renewed).toEqual([]);
+    expect(await ids(phone)).toEqual(['m1']);
+  });
+
+  it('over HTTP: the original of a copy tells the edge the id it left, and the copy is told at its next sync', async () => {
+    const edgeMemory = await memory();
+    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+    const edge = remoteMemory('https://edge.test/v1/pagewise/sync', { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const file = join(dir, 'twin.sqlite3');
+    let laptop = await memory(file);
+    await say(laptop, 'm1');
+    await laptop.sync(edge);
+    laptop = await reopen(laptop, file, () => copyFileSync(file, join(dir, 'twin-2.sqlite3')));
+    const copy = await memory(join(dir, 'twin-2.sqlite3'));
+    const shared = (await laptop.syncState('')).replica;
+    // The two meet directly first: the laptop takes a new id there, and the edge has not heard of it yet.
+    expect((await laptop.sync(copy)).renewed.map((r) => r.reason)).toEqual(['same-id']);
+    expect((await laptop.syncState('rpeer')).previous).toEqual([shared]);
+    await laptop.sync(edge);
+    expect((await edgeMemory.syncState(shared)).twin).toBe(true);
+    expect((await copy.sync(edge)).renewed).toMatchObject([{ previous: shared, reason: 'copy' }]);
+  });
+
+  it('malformed seenTurns and left are a typed error naming the field; nothing changes', async () => {
+    const m = await memory();
+    const before = (await m.syncState('')).replica;
+    await expect(m.syncState('rpeer', undefined, { left: ['ok', ''] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('left[1]') });
+    await expect(m.syncState('rpeer', undefined, { left: Array.from({ length: 9 }, (_, k) => `r${k}`) })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    for (const seenTurns of ['x', Array.from({ length: 17 }, () => ({ conversationId: 'c', id: 'i', contentHash: 'a'.repeat(64) })), [{ conversationId: 'c', id: 'i', contentHash: 'nothex' }], [{ id: 'i', contentHash: 'a'.repeat(64) }]]) {
+      await expect(m.syncState('rpeer', undefined, { seenTurns } as never)).rejects.toMatchObject({ code: expect.stringMatching(/^INVALID_(ARGUMENT|CONVERSATION_ID)$/), message: expect.stringContaining('seenTurns') });
+    }
+    expect((await m.syncState('')).replica).toBe(before);
   });
 });
 
