@@ -9,7 +9,8 @@ export const NEXT_ROWID = `(SELECT MAX(COALESCE(MAX(rowid), 0), COALESCE((SELECT
 
 /**
  * The largest order key the format accepts: keys are times in ms, and this is the last time a JavaScript Date holds
- * (year 275760), below 2^53. A received key above it is refused; an ordinary write never steps past it.
+ * (year 275760), below 2^53. A received key above it is refused; an ordinary write never steps past it. Keys stored
+ * past it (or a year ahead) before schema 12 bounded them are rewritten by migration 14 (store/schema-devices.ts).
  */
 export const MAX_ORD = 8_640_000_000_000_000;
 

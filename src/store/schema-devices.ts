@@ -8,4 +8,56 @@ export const DEVICES_MIGRATION: readonly string[] = [
   `CREATE INDEX sync_removed_by_hash ON sync_removed (content_hash)`,
   // Ids a peer left because it found a copy shared them: whoever still syncs under one is that copy.
   `CREATE TABLE sync_left (peer TEXT PRIMARY KEY, told_at TEXT NOT NULL) WITHOUT ROWID`,
+  // Order keys no receiver takes, stored before schema 12 bounded them: past the last Date (MAX_ORD), or more than
+  // the largest maxClockSkewMs (a year) ahead of this clock. A batch stamped 2^53-1 was accepted, and every later
+  // write in its conversation stepped past it (then stayed at MAX_ORD): those turns, forgets and checkouts were held
+  // aside by every receiver, or refused with the whole batch. They cannot be read around — the key orders the
+  // conversation, so a turn keyed by its time of writing would sort before them, not after —, so each conversation's
+  // far keys are rewritten in their order (no turn moves: positions and what was derived from them stay), after its
+  // other keys: to when each was stored here (a turn; the hostile one too, which is kept and syncs like the others),
+  // made (a forget) or chosen (a checkout), or one past the key before it when that is later. A fork key follows its
+  // turn. A peer that holds a copy of such a turn sets it back to when it stored it: the two may differ.
+  `CREATE TABLE sync_key_clock (now INTEGER NOT NULL)`,
+  // The clock, or the last time a turn was stored here when that is later: a device whose clock was reset (to 1970, a
+  // dead battery) at the upgrade must not take every key for one from the future.
+  `INSERT INTO sync_key_clock (now) VALUES (MAX(CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER),
+    COALESCE((SELECT CAST(ROUND((julianday(MAX(stored_at)) - 2440587.5) * 86400000) AS INTEGER) FROM turns), 0)))`,
+  `CREATE TABLE sync_key_repair (conversation_id TEXT NOT NULL, old INTEGER NOT NULL, at TEXT, new INTEGER, PRIMARY KEY (conversation_id, old)) WITHOUT ROWID`,
+  `INSERT INTO sync_key_repair (conversation_id, old, at) SELECT conversation_id, k, MIN(at) FROM (
+    SELECT t.conversation_id, t.origin_ord AS k, t.stored_at AS at FROM conversations c CROSS JOIN turns t
+      WHERE t.conversation_id = c.id AND t.origin_ord > (SELECT now + 31536000000 FROM sync_key_clock)
+    UNION ALL SELECT conversation_id, origin_ord, forgotten_at FROM sync_tombstones WHERE origin_ord > (SELECT now + 31536000000 FROM sync_key_clock)
+    UNION ALL SELECT conversation_id, ord, at FROM branch_heads WHERE ord > (SELECT now + 31536000000 FROM sync_key_clock)
+    UNION ALL SELECT conversation_id, top_ord, NULL FROM sync_floors WHERE top_ord > (SELECT now + 31536000000 FROM sync_key_clock)
+  ) GROUP BY conversation_id, k`,
+  `INSERT OR IGNORE INTO sync_key_repair (conversation_id, old)
+    SELECT DISTINCT t.conversation_id, t.fork_ord FROM (SELECT DISTINCT conversation_id FROM sync_key_repair) r CROSS JOIN turns t
+    WHERE t.conversation_id = r.conversation_id AND t.fork_ord > (SELECT now + 31536000000 FROM sync_key_clock)`,
+  `INSERT OR REPLACE INTO sync_key_repair (conversation_id, old, at, new)
+    WITH low AS (SELECT conversation_id, MIN(old) AS low FROM sync_key_repair GROUP BY conversation_id),
+    below AS (SELECT l.conversation_id, MAX(
+        COALESCE((SELECT MAX(origin_ord) FROM turns WHERE conversation_id = l.conversation_id AND origin_ord < l.low), 0),
+        COALESCE((SELECT MAX(fork_ord) FROM turns WHERE conversation_id = l.conversation_id AND fork_ord < l.low), 0),
+        COALESCE((SELECT MAX(origin_ord) FROM sync_tombstones WHERE conversation_id = l.conversation_id AND origin_ord < l.low), 0),
+        COALESCE((SELECT MAX(ord) FROM branch_heads WHERE conversation_id = l.conversation_id AND ord < l.low), 0),
+        COALESCE((SELECT MAX(top_ord) FROM sync_floors WHERE conversation_id = l.conversation_id AND top_ord < l.low), 0)) AS top FROM low l),
+    ranked AS (SELECT k.conversation_id, k.old, k.at, b.top, ROW_NUMBER() OVER (PARTITION BY k.conversation_id ORDER BY k.old) AS r,
+        MIN(COALESCE(CAST(ROUND((julianday(k.at) - 2440587.5) * 86400000) AS INTEGER), 0), (SELECT now FROM sync_key_clock)) AS ms
+      FROM sync_key_repair k JOIN below b ON b.conversation_id = k.conversation_id)
+    SELECT conversation_id, old, at, r + MAX(top, MAX(ms - r) OVER (PARTITION BY conversation_id ORDER BY old ROWS UNBOUNDED PRECEDING)) FROM ranked`,
+  `DROP TRIGGER turns_verbatim`,
+  `UPDATE turns SET origin_ord = (SELECT new FROM sync_key_repair k WHERE k.conversation_id = turns.conversation_id AND k.old = turns.origin_ord)
+    WHERE (conversation_id, origin_ord) IN (SELECT conversation_id, old FROM sync_key_repair)`,
+  `UPDATE turns SET fork_ord = (SELECT new FROM sync_key_repair k WHERE k.conversation_id = turns.conversation_id AND k.old = turns.fork_ord)
+    WHERE conversation_id IN (SELECT conversation_id FROM sync_key_repair) AND fork_ord IN (SELECT old FROM sync_key_repair k WHERE k.conversation_id = turns.conversation_id)`,
+  `CREATE TRIGGER turns_verbatim BEFORE UPDATE OF rowid, conversation_id, id, role, name, content, tool_calls, tool_call_id, created_at, created_ms, stored_at, content_hash, text, private, origin_ord, via, branch, fork_after, fork_branch, fork_ord ON turns
+    BEGIN SELECT RAISE(ABORT, 'pagewise turns are append-only and verbatim: only their local position (seq) may move'); END`,
+  `UPDATE sync_tombstones SET origin_ord = (SELECT new FROM sync_key_repair k WHERE k.conversation_id = sync_tombstones.conversation_id AND k.old = sync_tombstones.origin_ord)
+    WHERE (conversation_id, origin_ord) IN (SELECT conversation_id, old FROM sync_key_repair)`,
+  `UPDATE branch_heads SET ord = (SELECT new FROM sync_key_repair k WHERE k.conversation_id = branch_heads.conversation_id AND k.old = branch_heads.ord)
+    WHERE (conversation_id, ord) IN (SELECT conversation_id, old FROM sync_key_repair)`,
+  `UPDATE sync_floors SET top_ord = (SELECT new FROM sync_key_repair k WHERE k.conversation_id = sync_floors.conversation_id AND k.old = sync_floors.top_ord)
+    WHERE (conversation_id, top_ord) IN (SELECT conversation_id, old FROM sync_key_repair)`,
+  `DROP TABLE sync_key_repair`,
+  `DROP TABLE sync_key_clock`,
 ];

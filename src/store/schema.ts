@@ -366,7 +366,7 @@ export const MIGRATIONS: readonly (readonly string[])[] = [
     // Tombstone compaction and resync (store/schema-sync.ts).
     ...SYNC_COMPACTION_MIGRATION,
   ],
-  // 14: sync on real devices, continued (store/schema-devices.ts).
+  // 14: sync on real devices, continued (store/schema-devices.ts). Only order keys stored too far ahead are rewritten.
   DEVICES_MIGRATION,
 ];
 

@@ -212,8 +212,92 @@ describe('clocks', () => {
     expect(await ids(edge)).toEqual([]);
   });
 
-  // Not handled: keys past the format's largest stored before bounded keys are not repaired (Not yet, README).
-  it.todo('a replica that stored the key 2^53-1 before the upgrade still syncs the turns it writes afterwards');
+  // Before schema 12 a batch stamped 2^53-1 was stored, and every later write in its conversation stepped past it; the
+  // database is built as a version at schema 13 left it (12 and 13 kept such keys), then opened by this one.
+  it('a replica that stored the key 2^53-1 before the upgrade still syncs the turns it writes afterwards', async () => {
+    const { MIGRATIONS } = await import('../../../src/store/schema.js');
+    const left = 13;
+    const driver = await sqliteWasm()();
+    const now = Date.now();
+    const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+    const rows: { c: string; id: string; ord: bigint; origin?: string; ago: number }[] = [
+      { c: 'c', id: 'm1', ord: BigInt(now - 3_600_000), ago: 60 },
+      // The hostile turn, then what this replica wrote after it (one past it: 2^53, then 2^53 + 1).
+      { c: 'c', id: 'p', ord: 2n ** 53n - 1n, origin: 'r-hostile', ago: 50 },
+      { c: 'c', id: 'o1', ord: 2n ** 53n, ago: 40 },
+      { c: 'c', id: 'o2', ord: 2n ** 53n + 1n, ago: 30 },
+      { c: 'd', id: 'd1', ord: BigInt(now - 3_000_000), ago: 50 },
+    ];
+    const statements: { sql: string; params?: (string | number)[] }[] = [
+      { sql: 'CREATE TABLE pagewise_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)' },
+      ...MIGRATIONS.slice(0, left).flat().map((sql) => ({ sql })),
+      { sql: "INSERT INTO pagewise_meta (key, value) VALUES ('schema_version', ?)", params: [String(left)] },
+      { sql: "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', ?1, ?1), ('d', ?1, ?1)", params: [at(60)] },
+    ];
+    for (const [i, r] of rows.entries()) {
+      const message = user(`${r.id} says something`, { id: r.id, createdAt: at(r.ago) });
+      statements.push({
+        sql: `INSERT INTO turns (conversation_id, seq, id, role, content, created_at, created_ms, stored_at, content_hash, text, origin, origin_ord, via)
+              VALUES (?, (SELECT COUNT(*) FROM turns WHERE conversation_id = ?), ?, 'user', ?, ?, ?, ?, ?, ?, ?, ${r.ord}, ?)`,
+        params: [r.c, r.c, r.id, JSON.stringify(message.content), message.createdAt!, Date.parse(message.createdAt!), message.createdAt!, await contentHash(message),
+          message.content as string, r.origin ?? '', r.origin ?? ''],
+      }, { sql: 'INSERT INTO turns_fts (rowid, text, name) VALUES (?, ?, ?)', params: [i + 1, message.content as string, ''] });
+    }
+    // A message forgotten and a checkout, both after the hostile turn (their clocks past it too).
+    statements.push(
+      { sql: `INSERT INTO sync_tombstones (conversation_id, turn_id, content_hash, origin_ord, forgotten_at) VALUES ('c', 'gone', ?, ${2n ** 53n + 2n}, ?)`, params: ['0'.repeat(64), at(20)] },
+      { sql: `INSERT INTO branch_heads (conversation_id, turn_id, ord, origin, at) VALUES ('c', 'o2', ${2n ** 53n + 3n}, '', ?)`, params: [at(10)] },
+    );
+    await driver.batch(statements);
+    const laptop = await memory({ storage: driver });
+    const phone = await memory();
+    await say(laptop, 'n1');
+    const first = await laptop.sync(phone);
+    expect(first.clock).toMatchObject({ held: 0, clamped: 0, refused: 0 });
+    expect((await phone.syncState('')).held).toBeUndefined();
+    // Every turn reached the phone, in the laptop's order: the one written now last, with a key of its time.
+    const order = async (m: Memory, c = 'c') => (await m.turns(c)).map((t) => t.id);
+    expect(await order(laptop)).toEqual(['m1', 'p', 'o1', 'o2', 'n1']);
+    expect(await order(phone)).toEqual(['m1', 'p', 'o1', 'o2', 'n1']);
+    expect(await ids(phone, 'd')).toEqual(['d1']);
+    const keys = await driver.query<{ id: string; ord: number }>("SELECT id, origin_ord AS ord FROM turns WHERE conversation_id = 'c'");
+    for (const k of keys) expect(Number(k.ord)).toBeLessThanOrEqual(Date.now());
+    // The conversation is forgotten on the laptop; the phone writes to it after that, before it hears of the forget.
+    await laptop.forget({ conversationId: 'c' });
+    await say(phone, 'later');
+    await laptop.sync(phone);
+    expect(await ids(phone)).toEqual(['later']);
+    expect(await ids(laptop)).toEqual(['later']);
+    expect(await ids(phone, 'd')).toEqual(['d1']);
+    expect(await laptop.sync(phone)).toMatchObject({ pushed: 0, pulled: 0 });
+  });
+
+  it('a device whose clock reads 1970 at the upgrade keeps its order keys: only keys far past what it stored are repaired', async () => {
+    const { MIGRATIONS } = await import('../../../src/store/schema.js');
+    const driver = await sqliteWasm()();
+    const stored = new Date(Date.now() - 60_000).toISOString();
+    const message = user('m1 says something', { id: 'm1', createdAt: stored });
+    await driver.batch([
+      { sql: 'CREATE TABLE pagewise_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)' },
+      ...MIGRATIONS.slice(0, 13).flat().map((sql) => ({ sql })),
+      { sql: "INSERT INTO pagewise_meta (key, value) VALUES ('schema_version', '13')" },
+      { sql: "INSERT INTO conversations (id, created_at, updated_at) VALUES ('c', ?1, ?1)", params: [stored] },
+      {
+        sql: `INSERT INTO turns (conversation_id, seq, id, role, content, created_at, created_ms, stored_at, content_hash, text, origin, origin_ord, via)
+              VALUES ('c', 0, 'm1', 'user', ?, ?, ?, ?, ?, ?, '', ?, '')`,
+        params: [JSON.stringify(message.content), stored, Date.parse(stored), stored, await contentHash(message), message.content as string, Date.parse(stored)],
+      },
+    ]);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.UTC(1970, 0, 2));
+    const laptop = await memory({ storage: driver });
+    vi.useRealTimers();
+    expect(await driver.query('SELECT origin_ord AS ord FROM turns')).toEqual([{ ord: Date.parse(stored) }]);
+    const phone = await memory();
+    await say(phone, 'p1');
+    await laptop.sync(phone);
+    expect((await laptop.turns('c')).map((t) => t.id)).toEqual(['m1', 'p1']);
+  });
 
   it('maxClockSkewMs is validated at construction: a large one does not make every applySync throw a RangeError', async () => {
     const a = await memory();
