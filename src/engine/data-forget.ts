@@ -72,8 +72,9 @@ export function forgetApi(d: ForgetDeps): { forget(input: ForgetInput): Promise<
  * whatever another branch wrote last): the id a checkout goes to ('' : the start), or null where none is needed. A
  * checkout counts from the forget's clock on every replica, so one to the end of the branch would take off the path
  * what another device appended to that branch meanwhile (it arrives older). None is written where the head falls back
- * there by itself (the last message written): on every replica it then stays the last message written on that branch,
- * whatever arrives. One is where what is left falls back elsewhere (another branch written later), or where the head
+ * there by itself (the last message written): on every replica the head is then the last message written, as if the
+ * forgotten one had never been — what another device appended to that branch stays on it, and a branch another device
+ * wrote before the forgotten message, not heard of here yet, becomes the head if it is the later. One is where what is left falls back elsewhere (another branch written later), or where the head
  * was a checkout of a forgotten message (that checkout no longer holds: without a new one, a message another device
  * wrote on another branch before it would take over).
  */
