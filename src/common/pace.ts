@@ -11,15 +11,15 @@ export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => {
   else setTimeout(resolve, 0);
 });
 
-/** A pass's pace: `pace(work)` counts work done (turns, or their equivalent) and yields once YIELD_TURNS or YIELD_MS have passed. */
+/** A pass's pace: `pace(work)` counts work done (turns, or their equivalent) and yields once YIELD_TURNS or `sliceMs` have passed. */
 export type Pace = (work: number) => Promise<void>;
 
-export function pacer(): Pace {
+export function pacer(sliceMs = YIELD_MS): Pace {
   let work = 0;
   let since = performance.now();
   return async (n) => {
     work += n;
-    if (work < YIELD_TURNS && performance.now() - since < YIELD_MS) return;
+    if (work < YIELD_TURNS && performance.now() - since < sliceMs) return;
     await yieldToEventLoop();
     work = 0;
     since = performance.now();

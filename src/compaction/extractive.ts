@@ -2,6 +2,7 @@ import { STOPWORDS, WORD, ftsStem } from '../text/fts-words.js';
 import { PRIVATE_PLACEHOLDER } from './summary-writer.js';
 import { sentences as sentencesOf } from '../text/sentences.js';
 import type { Summarizer, SummaryRequest, SummaryResult, Tokenizer } from '../contracts/types.js';
+import { pacer } from '../common/pace.js';
 
 /** Bumped whenever the selection changes, so older extractive summaries can be regenerated. */
 export const EXTRACTIVE_VERSION = 2;
@@ -215,6 +216,10 @@ export function extractiveSummarizer(tokenizer: Tokenizer): Summarizer {
     name: 'extractive',
     version: EXTRACTIVE_VERSION,
     async summarize(request: SummaryRequest): Promise<SummaryResult> {
+      // A long segment takes tens of ms to read and weigh (a sync's compaction runs several in a row): it hands the
+      // event loop back as it goes, by the pass's slice (not once per segment: a browser's timers are clamped to 4 ms
+      // once nested). The result does not depend on it.
+      const pace = pacer();
       const all: Sentence[] = [];
       const speakers = new Set(request.items.flatMap((item) => lines(item.speaker, item.text).map((l) => l.speaker)).filter((sp) => sp && !ROLES.has(sp)));
       const vocative = vocativeOf(request, speakers);
@@ -240,8 +245,10 @@ export function extractiveSummarizer(tokenizer: Tokenizer): Summarizer {
           if (text === PRIVATE_PLACEHOLDER) continue;
           // A bracketed part (a shared photo's caption) is a sentence of its own.
           for (const part of text.split(/(\[[^\]\n]{1,400}\])/)) {
-            if (part.startsWith('[') && part.endsWith(']')) add(line.speaker, part);
-            else for (const segment of sentencesOf(part)) add(line.speaker, segment);
+            for (const segment of part.startsWith('[') && part.endsWith(']') ? [part] : sentencesOf(part)) {
+              add(line.speaker, segment);
+              await pace(1);
+            }
           }
         }
       }
@@ -271,12 +278,16 @@ export function extractiveSummarizer(tokenizer: Tokenizer): Summarizer {
         const value = new Map(all.map((s) => [s, gainOf(s) / s.cost]));
         candidates = [...all].sort((a, b) => value.get(b)! - value.get(a)! || a.pos - b.pos).slice(0, MAX_CANDIDATES).sort((a, b) => a.pos - b.pos);
       }
-      for (const s of candidates) s.cost = tokenizer.count(s.text) + JOIN;
+      for (const s of candidates) {
+        s.cost = tokenizer.count(s.text) + JOIN;
+        await pace(1);
+      }
       // Greedy cover: the sentence that adds the most per token, while the estimate fits; a new speaker line costs its name.
       const chosen: Sentence[] = [];
       const left = new Set(candidates);
       let used = 0;
       for (;;) {
+        await pace(1);
         let best: Sentence | null = null;
         let bestRatio = 0;
         for (const s of left) {

@@ -17,7 +17,7 @@ import type { SyncStore } from '../store/sync-store.js';
 import { compareKeys, headOf, type HeadRegister, type TreeNode } from '../store/tree.js';
 import { moveTo, settlePath } from './branches.js';
 import { groupBy, mergeAliases, mergePins, slices } from './sync-merge.js';
-import { yieldToEventLoop } from '../common/pace.js';
+import { pacer, yieldToEventLoop } from '../common/pace.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { Statement } from '../contracts/types.js';
 import { MAX_ORD } from '../store/order.js';
@@ -83,17 +83,20 @@ async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTu
   const ids = turns.map((t) => t.id);
   const gone = await sync.forgotten(conversationId, ids);
   const stored = await sync.storedHashes(conversationId, ids);
-  return turns.filter((t) => {
-    if (forgottenHere(gone, t)) return false;
+  const out: IncomingTurn[] = [];
+  // A row that may be near the limit is measured byte by byte (measuring 2,000 long turns, 7.8 MB, held the event
+  // loop 0.16 s): the event loop is handed back now and then.
+  const pace = pacer();
+  for (const t of turns) {
+    await pace(1);
+    if (forgottenHere(gone, t)) continue;
     const hash = stored.get(t.id);
     if (hash === undefined) {
-      if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) return true;
-      conflicts.push({ conversationId, id: t.id, reason: 'too-large' });
-      return false;
-    }
-    if (hash !== t.contentHash) conflicts.push({ conversationId, id: t.id, reason: 'id' });
-    return false;
-  });
+      if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) out.push(t);
+      else conflicts.push({ conversationId, id: t.id, reason: 'too-large' });
+    } else if (hash !== t.contentHash) conflicts.push({ conversationId, id: t.id, reason: 'id' });
+  }
+  return out;
 }
 
 /** Whether checkout `a` is later than `b` (by the conversation's clock, then origin). */

@@ -22,12 +22,47 @@ export function turnRowBytes(conversationId: string, id: string, message: ChatMe
     + utf8Bytes(message.toolCallId ?? '') + utf8Bytes(text);
 }
 
+// JSON of a number at most ("-0.0000012345678901234567"), and how deep jsonBound walks before it measures instead.
+const NUMBER_JSON = 25;
+const BOUND_DEPTH = 32;
+
+/**
+ * At least the UTF-8 bytes of `value` as JSON, from lengths alone (nothing is scanned): each UTF-16 unit of a string
+ * is at most 6 bytes (`\u0001`), a number 25. Infinity where it cannot tell (a value with toJSON, or nested deep).
+ */
+function jsonBound(value: unknown, depth: number): number {
+  if (typeof value === 'string') return 6 * value.length + 2;
+  if (typeof value === 'number') return NUMBER_JSON;
+  if (value === null || value === undefined || typeof value === 'boolean') return 5;
+  if (typeof value !== 'object' || depth > BOUND_DEPTH) return Infinity;
+  let n = 2;
+  if (Array.isArray(value)) {
+    for (const v of value as unknown[]) n += jsonBound(v, depth + 1) + 1;
+    return n;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if ((proto !== Object.prototype && proto !== null) || 'toJSON' in value) return Infinity;
+  for (const [k, v] of Object.entries(value)) n += 6 * k.length + 4 + jsonBound(v, depth + 1);
+  return n;
+}
+
+/**
+ * At least turnRowBytes(), from the strings' lengths (a UTF-16 unit is at most 3 bytes of UTF-8, 6 of JSON): where it
+ * fits, the exact count (which scans every byte of the turn twice) is not needed. Attachments' data is counted here.
+ */
+function turnRowBound(conversationId: string, id: string, message: ChatMessage, text: string): number {
+  return ROW_OVERHEAD + FIXED_TEXT + 3 * (conversationId.length + id.length + (message.name?.length ?? 0) + (message.toolCallId?.length ?? 0) + text.length)
+    + message.role.length + jsonBound(message.content ?? null, 0) + (message.toolCalls ? jsonBound(message.toolCalls, 0) : 0);
+}
+
 /**
  * MESSAGE_TOO_LARGE when a message's row would be over the driver's row limit (2 MB at the edge), else null. Checked
  * where turns are written (append, and import's first step for every turn before it writes any), not by capping
  * maxMessageBytes: that counts text, and the row may hold up to 7 times as much.
  */
 export function turnRowError(limits: StorageLimits, driverName: string, conversationId: string, id: string, message: ChatMessage, text: string, path?: string): PagewiseError | null {
+  // Most turns are far under the limit: only one that might be over is measured (the error says its exact size).
+  if (turnRowBound(conversationId, id, message, text) <= limits.maxRowBytes) return null;
   const bytes = turnRowBytes(conversationId, id, message, text);
   if (bytes <= limits.maxRowBytes) return null;
   return new PagewiseError('MESSAGE_TOO_LARGE', 'store',

@@ -8,6 +8,7 @@ import { withSync } from '../common/sync.js';
 import { postEndpoint, postJson, readPostRoute } from './post-endpoint.js';
 import { checkSyncServes, claimForSync } from './shared-memories.js';
 import { depthOver } from '../common/depth.js';
+import { yieldToEventLoop } from '../common/pace.js';
 
 const MODULE = 'sync-http';
 /** Where the endpoint answers unless `path` says otherwise. */
@@ -133,6 +134,9 @@ export function syncEndpoint<Env = unknown>(options: SyncEndpointOptions<Env>): 
     retry: 'Each batch is applied whole or not at all: run the sync again.',
   }, async (user, bytes, env) => {
     const { method, args } = parseCall(bytes);
+    // Parsing a large batch takes tens of ms (~10 ms a MB), and applySync reads it at once: another user's call runs
+    // in between. Not for a small body: each hop waits behind whatever slice is under way.
+    if (bytes.length > 500_000) await yieldToEventLoop();
     const peer = await o.memoryOf(user, env);
     checkSyncServes(peer, user);
     return (peer as unknown as Record<SyncMethod, (...a: unknown[]) => Promise<unknown>>)[method](...callerArgs(method, args));

@@ -1,5 +1,5 @@
 import type { TurnRecord, TurnStore } from '../store/turn-store.js';
-import { pacer } from '../common/pace.js';
+import { pacer, yieldToEventLoop, YIELD_MS } from '../common/pace.js';
 import type { TagRequest, TagResult, Tagger } from '../contracts/types.js';
 import { slug } from './canonicalize.js';
 import { candidates } from './key-phrases.js';
@@ -69,6 +69,9 @@ type RunChain = (request: TagRequest, privateText?: boolean) => Promise<{ result
  * a unit (not a private one) that the configured tagger failed on is not taken — add() returns the failures — so a
  * rebuild never makes the fallback's tags where the old ones were the configured tagger's.
  */
+/** Tagging that took this long since the last save yields before the next one. */
+const SAVE_AFTER_MS = 20;
+
 function createUnitRun(o: TagIndexOptions, runChain: RunChain, conversationId: string, sink: UnitSink, start: RunStart, strict: boolean) {
   const { vocabulary } = start;
   const known = new Set(vocabulary);
@@ -78,12 +81,14 @@ function createUnitRun(o: TagIndexOptions, runChain: RunChain, conversationId: s
   let saved: UnitTags[] = [];
   let units = 0;
   let pending = 0;
+  let since = performance.now();
   const flush = async (): Promise<void> => {
     await sink.save(saved, terms);
     units += saved.length;
     saved = [];
     terms.clear();
     pending = 0;
+    since = performance.now();
   };
   return {
     failures,
@@ -108,7 +113,13 @@ function createUnitRun(o: TagIndexOptions, runChain: RunChain, conversationId: s
       // Vocabulary feedback within a batch too: the next unit's tagger sees these (not a private unit's words).
       if (!secret) for (const t of tags) if (!known.has(t)) { known.add(t); vocabulary.push(t); }
       pending += fresh.length;
-      if (pending >= SAVE_TURNS) await flush();
+      if (pending >= SAVE_TURNS) {
+        // A save after slow tagging in a slice of its own: 128 long turns take 50 ms to save (their terms), after up
+        // to a slice of tagging (short turns tag fast, and a browser's nested timers cost 4 ms: no yield for them).
+        // Where saves fall is kept (canonical() reads the saved tags): what is stored does not change.
+        if (performance.now() - since >= SAVE_AFTER_MS) await yieldToEventLoop();
+        await flush();
+      }
       return null;
     },
   };
@@ -169,6 +180,10 @@ export function createTagIndex(o: TagIndexOptions) {
      * failure before the write leaves the turns stored and untagged, and the next call picks them up.
      */
     async indexNew(conversationId: string, nowIso: string): Promise<{ units: number; failures: string[] }> {
+      // Many turns at once (a sync, an import): the event loop handed back now and then (another memory's call runs).
+      // The first slice counts from here: reading 2,000 long turns (7 MB) takes 30 ms of it.
+      const pace = pacer();
+      const began = performance.now();
       const last = await o.tags.lastUnit(conversationId);
       const from = last?.unitSeq ?? 0;
       const turns = await o.turns.range(conversationId, from, 1_000_000);
@@ -183,15 +198,18 @@ export function createTagIndex(o: TagIndexOptions) {
         canonical: (raws) => o.canonicalizer.canonical(conversationId, raws, nowIso),
         save: async (units, terms) => o.canonicalizer.refresh(conversationId, await o.tags.saveUnits(conversationId, units, terms, nowIso, also)),
       }, { turns: countedTo + 1, vocabulary });
-      // Many turns at once (a sync, an import): the event loop handed back now and then (another memory's call runs).
-      const pace = pacer();
       for (const unit of group(turns)) {
         const fresh = unit.filter((t) => t.seq > countedTo);
         if (fresh.length === 0) continue;
         await pace(fresh.length);
         await run.add(unit, fresh);
       }
+      // A long run's last save is a slice of its own (up to 127 long turns: 50 ms): the last slice of tagging before
+      // it, and what the caller runs on after it in the same task (the compaction the new turns call for), apart.
+      const long = performance.now() - began >= YIELD_MS;
+      if (long) await yieldToEventLoop();
       await run.flush();
+      if (long) await yieldToEventLoop();
       return { units: run.units(), failures: run.failures };
     },
 

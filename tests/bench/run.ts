@@ -6,7 +6,7 @@
 //          --only=ranking (leave-one-set-out; see tests/bench/ranking.ts)  --only=release --against=PATH (hook latency vs a release)
 //          --only=stats (what recording usage and health costs each hook, with and without OpenTelemetry)
 //          --only=upgrade (migrating 100,000 turns; rebuilding an older summarizer's summaries, hooks meanwhile; see tests/bench/upgrade.ts)
-//          --only=sync-bulk (one applySync of 40,000 pins, of 2,000 and 20,000 aliases; see tests/bench/sync-bulk.ts)
+//          --only=sync-bulk (the largest sync batches through syncEndpoint on a Node server, another user's waits; see tests/bench/sync-bulk.ts)
 //          --only=encryption (plain vs encrypted fileStorage: chat replay, opens, rekey, export; ~8 min; see tests/bench/encryption.ts)
 //          --only=search (web search: trigger rate on real chat, cost per request, the search step, page reading; minutes;
 //          --trigger-only: the trigger rate alone; see tests/bench/search.ts)
