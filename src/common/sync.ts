@@ -166,8 +166,10 @@ const shown = (s: SyncState) => ({
 
 /** The two replicas' ids and cursors, after each has checked what the other says it read of it (see SyncStateOptions). */
 async function handshake(self: SyncPeer, peer: SyncPeer, filter: string[] | undefined, renewed: SyncRenewal[]) {
-  let selfId = (await self.syncState('', filter)).replica;
-  let theirs = await peer.syncState(selfId, filter);
+  const first = await self.syncState('', filter);
+  let selfId = first.replica;
+  // The ids this replica left, first: the peer shows the cursors it kept of them (how far it read this replica then).
+  let theirs = await peer.syncState(selfId, filter, first.previous ? { left: first.previous } : undefined);
   if (theirs.replica === selfId) {
     // Two databases with one id: one is a copy of the other. This one takes a new id; if the other still answers
     // with it, they are one storage.

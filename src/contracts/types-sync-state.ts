@@ -34,11 +34,14 @@ export interface SyncState {
   /** Attachments its turns refer to whose bytes it lacks (the first 64): what a sync fetches first. */
   missing?: SyncMissing[];
   /**
-   * The cursors this replica keeps for `peer` under other conversation filters (the 8 last updated), for the
-   * handshake to show the peer (`seenElsewhere`): a copy is found whichever conversations it syncs. When this call
-   * renewed the replica, also those it kept under its old id (`receiver`): the peer may be a copy too.
+   * Other cursors for the handshake to show the peer (`seenElsewhere`), at most 16: those this replica keeps for
+   * `peer` under other conversation filters (the 8 last updated), so a copy is found whichever conversations it syncs;
+   * those it kept of `peer` before it renewed, under the id it had then (`receiver`), so the peer may find itself a
+   * copy too and sees how far it was read; and, when told the ids `peer` left (`left`), those it keeps of `peer` under
+   * them (`sender`). The last two are proof of how far each side read the other's forgets: a renewal does not make a
+   * peer that compacted its forgets ask for a resync.
    */
-  elsewhere?: { conversations: string[] | null; cursor: SyncCursor; receiver?: string }[];
+  elsewhere?: SyncElsewhere[];
   /**
    * The newest turns (up to 16) this replica stores that it received from `peer`, for the handshake to show the peer
    * (`seenTurns`): a peer that neither holds one nor ever removed it is a copy or a restored backup that lost them,
@@ -88,6 +91,16 @@ export interface SyncRenewal {
   reason: 'copy' | 'same-id';
 }
 
+/** A cursor a replica keeps of a peer, shown back to that peer (SyncState.elsewhere). */
+export interface SyncElsewhere {
+  conversations: string[] | null;
+  cursor: SyncCursor;
+  /** The id the replica that keeps it had when it was read, when not its id now. */
+  receiver?: string;
+  /** The id the peer had when it was read (one it left), when not its id now. */
+  sender?: string;
+}
+
 /** A turn a replica received from a peer, as it names it back to that peer (never its text). */
 export interface SyncReceived {
   conversationId: string;
@@ -103,7 +116,7 @@ export interface SyncStateOptions {
    */
   seen?: SyncCursor;
   /** What `peer` says it read of this replica under other conversation filters (its `syncState().elsewhere`). */
-  seenElsewhere?: { conversations: string[] | null; cursor: SyncCursor; receiver?: string }[];
+  seenElsewhere?: SyncElsewhere[];
   /**
    * What `peer` says it received from this replica (its `syncState().received`): one this history never held means a
    * copy. Only in-process, the worker and a Durable Object stub honour it; the sync endpoint ignores it (anyone can

@@ -9,11 +9,12 @@ import { toBase64 } from '../common/parts.js';
 import type { AttachmentStore } from '../store/attachment-store.js';
 import { utf8Bytes } from '../storage/limits.js';
 import type { ChangeRow, SyncStore } from '../store/sync-store.js';
+import { scopeKey } from '../store/sync-acks.js';
 import type { TreeStore } from '../store/tree.js';
-import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncMissing, SyncReceived, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncElsewhere, SyncMissing, SyncReceived, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
 import type { StorageDriver } from '../contracts/types.js';
-import { renew, signReceipt, verifyCursor, type ReceiptRows } from './sync-identity.js';
-import { acknowledge, behind, resyncRequired } from './sync-compaction.js';
+import { renew, signReceipt, verifyCursor, type CursorVerdict, type ReceiptRows } from './sync-identity.js';
+import { acknowledge, behind, readForgets, resyncRequired } from './sync-compaction.js';
 
 const MODULE = 'sync';
 /**
@@ -21,6 +22,8 @@ const MODULE = 'sync';
  * synced from its twin (which arrived after everything it holds) finds itself even when that twin synced since.
  */
 const RECEIVED_SHOWN = 16;
+/** The other cursors a handshake shows, at most (SyncState.elsewhere). */
+const ELSEWHERE_SHOWN = 16;
 /** Tombstones per batch (ids and hashes: small). */
 const TOMBSTONES_PER_BATCH = 2000;
 
@@ -59,7 +62,7 @@ export function readCursor(value: unknown, path: string): SyncCursor {
   return { turns: o.turns as number, tombstones: o.tombstones as number, ...(typeof receipt === 'string' && receipt !== '' ? { receipt } : {}) };
 }
 
-type Seen = { conversations: string[] | null; cursor: SyncCursor; receiver?: string };
+type Seen = SyncElsewhere;
 
 /** Turns a peer shows back (SyncState.received), at most RECEIVED_SHOWN. */
 function readSeenTurns(value: unknown): SyncReceived[] {
@@ -93,13 +96,14 @@ function readStateOptions(value: unknown, filter: string[] | null): StateOptions
   if (o.resync !== undefined && o.resync !== 'check' && o.resync !== 'start') invalid('options.resync', `must be 'check' or 'start' (got ${describe(o.resync)}).`);
   const seen: Seen[] = o.seen === undefined ? [] : [{ conversations: filter, cursor: readCursor(o.seen, 'options.seen') }];
   const elsewhere = o.seenElsewhere === undefined ? [] : readArray(o.seenElsewhere, 'options.seenElsewhere', 'INVALID_ARGUMENT', MODULE);
-  if (!elsewhere || elsewhere.length > 8) invalid('options.seenElsewhere', `must be at most 8 { conversations, cursor }, as syncState().elsewhere gives them (got ${describe(o.seenElsewhere)}).`);
+  if (!elsewhere || elsewhere.length > ELSEWHERE_SHOWN) invalid('options.seenElsewhere', `must be at most ${ELSEWHERE_SHOWN} { conversations, cursor }, as syncState().elsewhere gives them (got ${describe(o.seenElsewhere)}).`);
   for (const [i, raw] of elsewhere.entries()) {
     const e = readRecord(raw, `options.seenElsewhere[${i}]`, 'INVALID_ARGUMENT', MODULE);
     if (!e) invalid(`options.seenElsewhere[${i}]`, `must be { conversations, cursor } (got ${describe(raw)}).`);
     seen.push({
       conversations: readConversationFilter(e.conversations, `options.seenElsewhere[${i}].conversations`) ?? null, cursor: readCursor(e.cursor, `options.seenElsewhere[${i}].cursor`),
       ...(e.receiver === undefined ? {} : { receiver: readReplicaId(e.receiver, `options.seenElsewhere[${i}].receiver`) }),
+      ...(e.sender === undefined ? {} : { sender: readReplicaId(e.sender, `options.seenElsewhere[${i}].sender`) }),
     });
   }
   return {
@@ -108,18 +112,39 @@ function readStateOptions(value: unknown, filter: string[] | null): StateOptions
   };
 }
 
-/** Every cursor this replica keeps for `peer`, with the id it was given under (this one's, before it renews). */
-async function evidenceOf(sync: SyncStore, peer: string, filter: string[] | null): Promise<Seen[]> {
-  const receiver = await sync.replica();
-  const own = await sync.cursor(peer, filter);
-  const all = [{ conversations: filter, cursor: own }, ...(await sync.otherCursors(peer, filter))];
-  return all.filter((e) => e.cursor.receipt !== undefined).map((e) => ({ ...e, receiver })).slice(0, 8);
+/**
+ * The cursors shown to `peer` besides its own: those kept for it under other filters, those kept of it before this
+ * replica renewed (under the id it had then), and those kept of it under the ids it says it left (`left`).
+ */
+async function elsewhereOf(sync: SyncStore, peer: string, filter: string[] | null, left: readonly string[]): Promise<SyncElsewhere[]> {
+  const before = await sync.cursorsBefore(peer);
+  const of = await Promise.all(left.map(async (sender) => ({ conversations: filter, cursor: await sync.cursor(sender, filter), sender })));
+  const other = await sync.otherCursors(peer, filter);
+  return [...before, ...of.filter((e) => e.cursor.receipt !== undefined), ...other].slice(0, ELSEWHERE_SHOWN);
 }
 
 /** Whether a peer's receipts name rows this history never held (it is a copy of the replica the peer read). */
 async function isCopy(sync: SyncStore, peer: string, seen: readonly Seen[]): Promise<boolean> {
-  for (const s of seen) if ((await verifyCursor(sync, s.cursor, s.receiver ?? peer, s.conversations)).kind === 'diverged') return true;
+  // A cursor read of an id this replica left is judged as it was: it renewed since.
+  for (const s of seen) if (s.sender === undefined && (await verifyCursor(sync, s.cursor, s.receiver ?? peer, s.conversations)).kind === 'diverged') return true;
   return false;
+}
+
+/**
+ * How far `peer` has read this replica's forgets reading `filter`, as it proves it: the cursor it shows (`seen`), or
+ * one it kept of this replica before either of them renewed (under its old id, or of this one's), signed here and
+ * read in these rows — a renewal starts their cursors over, not what each had read of the other. The verdict of the
+ * proof that counts (for `acknowledge`), and the cursor.
+ */
+async function readOf(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<{ verdict: CursorVerdict; cursor: SyncCursor }> {
+  let best = { verdict: await verifyCursor(d.sync, seen, peer, filter), cursor: seen };
+  for (const e of evidence) {
+    if (e.sender === undefined && (e.receiver === undefined || e.receiver === peer)) continue;
+    if (scopeKey(e.conversations) !== scopeKey(filter) || (readForgets(best.verdict) && e.cursor.tombstones <= best.cursor.tombstones)) continue;
+    const verdict = await verifyCursor(d.sync, e.cursor, e.receiver ?? peer, filter, e.sender);
+    if (readForgets(verdict)) best = { verdict, cursor: e.cursor };
+  }
+  return best;
 }
 
 function syncTurn(r: ChangeRow): SyncTurn {
@@ -177,10 +202,12 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
  * What a peer's `seen` (how far it has read this replica, reading `filter`) makes this replica do: record it, and
  * tell the peer to resync when it has not read what was compacted in those conversations.
  */
-async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, filter: string[] | null): Promise<Pick<SyncState, 'resyncRequired'>> {
-  const verdict = await verifyCursor(d.sync, seen, peer, filter);
-  await acknowledge(d.driver, d.sync, peer, seen, verdict, filter);
-  const read = verdict.kind === 'ok' ? seen.tombstones : 0;
+async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<Pick<SyncState, 'resyncRequired'>> {
+  const { verdict, cursor } = await readOf(d, peer, seen, evidence, filter);
+  await acknowledge(d.driver, d.sync, peer, cursor, verdict, filter);
+  // A peer that shows no proof at all (its cursor here set back to the start or forged by a token holder, never one
+  // from its own database, which is signed) is judged by what it proved before.
+  const read = readForgets(verdict) ? cursor.tombstones : verdict.kind === 'start' || verdict.kind === 'unknown' ? await d.sync.acked(peer, filter) : 0;
   return (await behind(d.sync, read, filter)) ? { resyncRequired: true } : {};
 }
 
@@ -206,22 +233,23 @@ export function syncReadApi(d: SyncReadDeps) {
         // one it read (a copied file, a restored backup).
         const diverged = id !== '' && (o.seenTwin || (await isCopy(d.sync, id, o.seen)) || (await d.sync.lacksAny(o.seenTurns)));
         if (id !== '' && o.left.length > 0) await d.driver.batch(d.sync.leftStatements(o.left, new Date().toISOString()));
-        // What this replica read of `peer` before it renews (its cursors go with the old id): still evidence that the
-        // peer may be a copy itself, given to it under the old id.
-        const before = diverged && !o.renew ? await evidenceOf(d.sync, id, filter) : [];
+        // How far `peer` read this replica's forgets, judged before it renews: the proofs are signed under this id.
+        const shown = id !== '' && options?.seen !== undefined ? o.seen[0]!.cursor : undefined;
+        const read = shown ? await afterSeen(d, id, shown, o.seen.slice(1), filter) : {};
         const renewed = o.renew || diverged ? await renew(d.driver, d.sync, o.renew ? 'same-id' : 'copy') : undefined;
         const missing = await missingHere(d.attachments, filter);
         const held = (await d.sync.held(Date.now())).count;
-        const shown = id !== '' && options?.seen !== undefined ? o.seen[0]!.cursor : undefined;
-        const after = { ...(shown ? await afterSeen(d, id, shown, filter) : {}), ...(await resyncHere(d, id, filter, o.resync)) };
-        const elsewhere = id === '' ? [] : await d.sync.otherCursors(id, filter);
+        const after = { ...read, ...(await resyncHere(d, id, filter, o.resync)) };
+        // What this replica read of `peer` before it renewed, under its old id (renewal keeps it): evidence that the
+        // peer may be a copy itself, and of how far it read the peer.
+        const elsewhere = id === '' ? [] : await elsewhereOf(d.sync, id, filter, o.left);
         const received = id === '' ? [] : await d.sync.receivedFrom(id, RECEIVED_SHOWN);
-        const previous = id === '' ? [] : await d.sync.previousIds();
+        const previous = await d.sync.previousIds();
         const twin = id !== '' && (await d.sync.isLeft(id));
         return {
           ...after,
           replica: await d.sync.replica(), cursor: id === '' ? { turns: 0, tombstones: 0 } : await d.sync.cursor(id, filter),
-          ...(elsewhere.length + before.length > 0 ? { elsewhere: [...before, ...elsewhere].slice(0, 8) } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
+          ...(elsewhere.length > 0 ? { elsewhere } : {}), ...(missing.length > 0 ? { missing } : {}), ...(renewed ? { renewed } : {}), ...(held > 0 ? { held } : {}),
           ...(received.length > 0 ? { received } : {}), ...(previous.length > 0 ? { previous } : {}), ...(twin ? { twin: true as const } : {}),
         };
       });
@@ -245,7 +273,10 @@ export function syncReadApi(d: SyncReadDeps) {
         // Below the floor compaction left, a reader may hold copies of turns forgotten here: read without a resync, its
         // cursor stays below the floor (the handshake keeps telling it to resync; what it pushes meanwhile is refused).
         const floor = await d.sync.floor(conversations);
-        const held = !resync && start.tombstones < floor.rowid;
+        // A reader that proved it read past the floor (a cursor kept from before one of them renewed, acknowledged at
+        // the handshake) passes it as a resync's does: what is below was compacted, and it read it.
+        const passes = resync || (start.tombstones < floor.rowid && (await d.sync.acked(to, conversations)) >= floor.rowid);
+        const held = !passes && start.tombstones < floor.rowid;
         const rows: ReceiptRows = verdict.kind === 'ok' ? verdict.rows : { turn: null, tombstone: null };
         const batch: SyncBatch = {
           format: 'pagewise-sync', version: 1, from, to, conversations, cursor: { turns: start.turns, tombstones: start.tombstones }, more: false, tombstones: [], turns: [], pins: [], aliases: [],
@@ -271,7 +302,7 @@ export function syncReadApi(d: SyncReadDeps) {
         // Turns only once every tombstone before them is sent.
         if (tombstones.length > TOMBSTONES_PER_BATCH) return await signed({ ...batch, more: true });
         // Every tombstone left is sent: a resync's reader passes the floor (what was compacted, it need not read).
-        if (resync && batch.cursor.tombstones < floor.rowid) {
+        if (passes && batch.cursor.tombstones < floor.rowid) {
           batch.cursor.tombstones = floor.rowid;
           rows.tombstone = { rowid: floor.rowid, tombstone: null };
         }

@@ -30,7 +30,11 @@ export interface ReceiptRows {
 }
 
 /** A cursor as this replica finds it: from the start, one it gave, one it did not, or one of another history. */
-export type CursorVerdict = { kind: 'start' } | { kind: 'ok'; rows: ReceiptRows } | { kind: 'unknown' } | { kind: 'diverged' };
+/**
+ * `diverged`: the receipt names rows this history never held; `forgets` — but the forgets it names are this
+ * history's (a copy shares them up to where it was made): the reader did read this replica's forgets that far.
+ */
+export type CursorVerdict = { kind: 'start' } | { kind: 'ok'; rows: ReceiptRows } | { kind: 'unknown' } | { kind: 'diverged'; forgets: boolean };
 
 const keys = new Map<string, Promise<CryptoKey>>();
 
@@ -91,14 +95,20 @@ async function openReceipt(secret: string, scope: ReceiptScope, cursor: SyncCurs
   }
 }
 
-/** How this replica finds a cursor `receiver` says it reached, read with that filter: see the top of this file. */
-export async function verifyCursor(sync: SyncStore, cursor: SyncCursor, receiver: string, conversations: readonly string[] | null): Promise<CursorVerdict> {
+/**
+ * How this replica finds a cursor `receiver` says it reached, read with that filter: see the top of this file. `as`:
+ * an id this replica left, when the cursor was read of it under that id (its receipt is signed with that id's secret).
+ */
+export async function verifyCursor(sync: SyncStore, cursor: SyncCursor, receiver: string, conversations: readonly string[] | null, as?: string): Promise<CursorVerdict> {
   if (cursor.turns === 0 && cursor.tombstones === 0) return { kind: 'start' };
-  const rows = await openReceipt(await sync.secret(), { replica: await sync.replica(), receiver, conversations }, cursor);
+  const secret = as === undefined ? await sync.secret() : await sync.secretOf(as);
+  if (secret === null) return { kind: 'unknown' };
+  const rows = await openReceipt(secret, { replica: as ?? (await sync.replica()), receiver, conversations }, cursor);
   // Signed for other numbers than the cursor's own, or naming nothing where the cursor is past 0: not one given here.
   if (!rows || (rows.turn?.rowid ?? 0) !== cursor.turns || (rows.tombstone?.rowid ?? 0) !== cursor.tombstones) return { kind: 'unknown' };
-  if (rows.turn && !(await sync.hasTurnRow(rows.turn.rowid, rows.turn.hash))) return { kind: 'diverged' };
-  if (rows.tombstone && !(await hadTombstone(sync, rows.tombstone))) return { kind: 'diverged' };
+  const forgets = !rows.tombstone || (await hadTombstone(sync, rows.tombstone));
+  if (rows.turn && !(await sync.hasTurnRow(rows.turn.rowid, rows.turn.hash))) return { kind: 'diverged', forgets };
+  if (!forgets) return { kind: 'diverged', forgets };
   return { kind: 'ok', rows };
 }
 

@@ -8,6 +8,11 @@ export const DEVICES_MIGRATION: readonly string[] = [
   `CREATE INDEX sync_removed_by_hash ON sync_removed (content_hash)`,
   // Ids a peer left because it found a copy shared them: whoever still syncs under one is that copy.
   `CREATE TABLE sync_left (peer TEXT PRIMARY KEY, told_at TEXT NOT NULL) WITHOUT ROWID`,
+  // The cursors (with their receipts) a replica kept of its peers before it renewed, under the id it had then
+  // (`receiver`): no longer where it reads from (it reads every peer from the start), still proof to each peer of how
+  // far it had read that peer's forgets, so a renewal does not make a peer that compacted them ask for a resync.
+  `CREATE TABLE sync_peers_before (peer TEXT NOT NULL, scope TEXT NOT NULL, receiver TEXT NOT NULL, turns INTEGER NOT NULL,
+    tombstones INTEGER NOT NULL, receipt TEXT NOT NULL, PRIMARY KEY (peer, scope, receiver)) WITHOUT ROWID`,
   // Order keys no receiver takes, stored before schema 12 bounded them: past the last Date (MAX_ORD), or more than
   // the largest maxClockSkewMs (a year) ahead of this clock. A batch stamped 2^53-1 was accepted, and every later
   // write in its conversation stepped past it (then stayed at MAX_ORD): those turns, forgets and checkouts were held

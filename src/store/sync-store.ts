@@ -2,7 +2,7 @@
 // the cursors a receiver keeps per sender, and the turns' order keys. The engine's sync (engine/sync*.ts) decides;
 // this file only reads and builds statements.
 import type { SqlValue, Statement, StorageDriver } from '../contracts/types.js';
-import type { SyncAlias, SyncCursor, SyncPin, SyncReceived, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
+import type { SyncAlias, SyncCursor, SyncPin, SyncTombstone, SyncTurn } from '../contracts/types-sync.js';
 import type { ChatMessage } from '../contracts/types.js';
 import type { TurnRow } from './turn-store.js';
 import { NEXT_ORD, NEXT_ROWID, OFF_PATH_SEQ, ORIGIN, nextOrdParams } from './order.js';
@@ -10,6 +10,7 @@ import type { Place } from './tree.js';
 import { attachmentRefStatement } from './attachment-store.js';
 import { sha256Hex } from '../common/parts.js';
 import { createSyncAcks, createSyncResyncs, scopeKey } from './sync-acks.js';
+import { createSyncIdentity } from './sync-identity-store.js';
 
 export type { TombstoneFloor } from './sync-acks.js';
 
@@ -25,9 +26,6 @@ export type ChangeRow = Pick<TurnRow, 'rowid' | 'conversation_id' | 'id' | 'role
   fork_branch: string | null;
   fork_ord: number | null;
 };
-
-/** A turn a receiver names to its sender (SyncState.received). */
-export type ReceivedTurn = SyncReceived;
 
 type TombstoneRow = { rowid: number; conversation_id: string; turn_id: string; content_hash: string; origin_ord: number; forgotten_at: string };
 
@@ -170,45 +168,6 @@ function createSyncChecks(driver: StorageDriver) {
     },
 
     /**
-     * The shareable turns this replica stores that it received from `peer`, the newest first:
-     * shown to `peer` at the handshake, which checks it holds them (see `lacksAny`).
-     */
-    async receivedFrom(peer: string, limit: number): Promise<ReceivedTurn[]> {
-      // Of every conversation, whatever the sync's filter: each is the same proof, and a filter would walk the index
-      // past every turn of the others.
-      const rows = await driver.query<{ conversation_id: string; id: string; content_hash: string }>(
-        `SELECT conversation_id, id, content_hash FROM turns WHERE via = ? AND via <> '' AND private = 0 ORDER BY rowid DESC LIMIT ?`, [peer, limit]);
-      return rows.map((r) => ({ conversationId: r.conversation_id, id: r.id, contentHash: r.content_hash }));
-    },
-
-    /**
-     * Whether any of `turns` (what a peer received from this replica) is neither stored here nor was ever removed here
-     * (forget, retention and a resync's sweep all record what they remove in sync_removed; forgets from before that
-     * record existed left their tombstones): a history that never held it — this database is a copy or a restored
-     * backup of the replica that sent it.
-     */
-    async lacksAny(turns: readonly ReceivedTurn[]): Promise<boolean> {
-      if (turns.length === 0) return false;
-      const rows = await driver.query<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM json_each(?) j WHERE NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = j.value ->> 0 AND t.content_hash = j.value ->> 2 AND t.id = j.value ->> 1)
-           AND NOT EXISTS (SELECT 1 FROM sync_removed r WHERE r.content_hash = j.value ->> 2)
-           AND NOT EXISTS (SELECT 1 FROM sync_tombstones s WHERE s.conversation_id = j.value ->> 0 AND (s.turn_id = '' OR (s.turn_id = j.value ->> 1 AND s.content_hash = j.value ->> 2)))`,
-        [JSON.stringify(turns.map((t) => [t.conversationId, t.id, t.contentHash]))]);
-      return Number(rows[0]?.n ?? 0) > 0;
-    },
-
-    /** The ids this replica answered to before it renewed, the newest first (at most 8). */
-    async previousIds(): Promise<string[]> {
-      const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'replica:previous'");
-      return rows[0] ? (JSON.parse(rows[0].value) as string[]).slice(-8).reverse() : [];
-    },
-
-    /** Whether a peer said a replica left `id` on finding it shared it with a copy (whoever still answers to it is one). */
-    async isLeft(id: string): Promise<boolean> {
-      return (await driver.query('SELECT 1 FROM sync_left WHERE peer = ?', [id])).length > 0;
-    },
-
-    /**
      * The clock this replica stored a forget under, when it has it already (matched by what it forgets and when it
      * was made): a forget taken as made on arrival (its sender's clock ahead) keeps that clock when it comes again.
      */
@@ -234,43 +193,6 @@ function createSyncChecks(driver: StorageDriver) {
     async held(now: number): Promise<{ count: number; aheadMs: number }> {
       const rows = await driver.query<{ n: number; top: number | null }>('SELECT COUNT(*) AS n, MAX(ord) AS top FROM sync_held');
       return { count: Number(rows[0]?.n ?? 0), aheadMs: Math.max(0, Number(rows[0]?.top ?? now) - now) };
-    },
-  };
-}
-
-/** What a replica writes when it renews, and of the ids its peers left: see engine/sync-identity.ts. */
-function createIdentityWrites() {
-  return {
-    /**
-     * A new identity for this replica (a copy or a restored backup found itself): its own turns and checkouts keep the
-     * id they were written under, a new id and secret are made, its cursors of its peers are dropped, and the renewal
-     * is recorded. One transaction.
-     */
-    renewStatements(previous: string, replica: string, secret: string, reason: string, nowIso: string): Statement[] {
-      return [
-        { sql: "UPDATE turns SET origin = ? WHERE origin = ''", params: [previous] },
-        { sql: "UPDATE branch_heads SET origin = ? WHERE origin = ''", params: [previous] },
-        { sql: "UPDATE pagewise_meta SET value = ? WHERE key = 'replica'", params: [replica] },
-        { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('sync:secret', ?)", params: [secret] },
-        // It reads every peer from the start again too: a copy may have read past rows it was kept from (the ones
-        // another holder of its id had sent), and what it has already is skipped.
-        { sql: 'DELETE FROM sync_peers' },
-        { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('replica:renewed', ?)", params: [JSON.stringify({ previous, replica, reason, at: nowIso })] },
-        // Every id it left, told to each peer it syncs with from now on (previousIds): a copy still answering to one
-        // is found by any peer it meets.
-        {
-          sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) VALUES ('replica:previous', json_insert(COALESCE((SELECT value FROM pagewise_meta WHERE key = 'replica:previous'), '[]'), '$[#]', ?))",
-          params: [previous],
-        },
-      ];
-    },
-
-    /** Ids a peer says it left (its previousIds), remembered here (the 1,024 newest). */
-    leftStatements(ids: readonly string[], nowIso: string): Statement[] {
-      return [
-        { sql: 'INSERT OR IGNORE INTO sync_left (peer, told_at) SELECT value, ? FROM json_each(?)', params: [nowIso, JSON.stringify(ids)] },
-        { sql: 'DELETE FROM sync_left WHERE peer NOT IN (SELECT peer FROM sync_left ORDER BY told_at DESC, peer LIMIT 1024)' },
-      ];
     },
   };
 }
@@ -378,7 +300,7 @@ function createSyncWrites() {
 }
 
 export function createSyncStore(driver: StorageDriver) {
-  return { ...createSyncReads(driver), ...createSyncChecks(driver), ...createSyncWrites(), ...createIdentityWrites(), ...createSyncAcks(driver), ...createSyncResyncs(driver) };
+  return { ...createSyncReads(driver), ...createSyncChecks(driver), ...createSyncWrites(), ...createSyncIdentity(driver), ...createSyncAcks(driver), ...createSyncResyncs(driver) };
 }
 
 export type SyncStore = ReturnType<typeof createSyncStore>;

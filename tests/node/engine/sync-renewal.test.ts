@@ -1,0 +1,132 @@
+// A renewal after forgets were compacted: a device that takes a new id (a restored backup, a copied file, or one a
+// token holder made renew) starts its cursors over, but not what it had read of each peer's forgets, nor what each
+// peer had read of its own. Before, each side then judged the other new and behind: every later sync stopped with
+// `report.resync.both` and nothing the device wrote left it again. Each case ends with everything written arriving.
+import { copyFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { remoteMemory, syncEndpoint, type Memory } from '../../../src/index.js';
+import type { SyncBatch } from '../../../src/contracts/types-sync.js';
+import { contentHash } from '../../../src/common/messages.js';
+import { deviceHarness, ids, replicaOf, say } from '../../support/sync-harness.js';
+
+const { dir, memory, reopen } = deviceHarness('pagewise-renewal-');
+const URL_ = 'https://edge.test/v1/pagewise/sync';
+
+/**
+ * An edge behind syncEndpoint, a phone and a laptop on a file; the laptop forgets l1 and l2 and every side syncs until
+ * the forgets are compacted on the laptop and the edge (their floors are past them).
+ */
+async function compacted(name: string) {
+  const edgeMemory = await memory();
+  const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+  const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+  const file = join(dir, `${name}.sqlite3`);
+  const laptop = await memory(file);
+  const phone = await memory();
+  for (const id of ['p1', 'p2']) await say(phone, id);
+  for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
+  for (let i = 0; i < 2; i++) {
+    await phone.sync(edge);
+    await laptop.sync(edge);
+  }
+  await laptop.forget({ conversationId: 'c', messageIds: ['l1', 'l2'] });
+  for (let i = 0; i < 3; i++) {
+    await laptop.sync(edge);
+    await phone.sync(edge);
+  }
+  return { edgeMemory, handler, edge, file, laptop, phone };
+}
+
+const post = (handler: (r: Request) => Promise<Response>, method: string, args: unknown[]) =>
+  handler(new Request(URL_, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ method, args }) }));
+
+/** After the renewal: the laptop writes l4, the phone p3; both reach everyone, and nothing asks for a resync. */
+async function flows(w: Awaited<ReturnType<typeof compacted>>, laptop: Memory, also: string[] = []): Promise<void> {
+  await say(laptop, 'l4');
+  await say(w.phone, 'p3');
+  for (const m of [laptop, w.phone, laptop]) {
+    const report = await m.sync(w.edge);
+    expect(report.resync, JSON.stringify(report.resync)).toBeUndefined();
+  }
+  for (const m of [laptop, w.phone, w.edgeMemory]) expect(await ids(m)).toEqual(['l3', 'l4', 'p1', 'p2', 'p3', ...also].sort());
+}
+
+describe('a renewal after forgets were compacted', () => {
+  it('the floors are past the forgets on the laptop and the edge (the premise)', async () => {
+    const w = await compacted('premise');
+    for (const m of [w.laptop, w.edgeMemory]) {
+      const tombstones = (await m.syncChanges({ to: 'rsomeone', cursor: { turns: 0, tombstones: 0 }, resync: true })).tombstones;
+      expect(tombstones.filter((t) => t.id === 'l1')).toEqual([]);
+    }
+    expect((await w.laptop.sync(w.edge)).resync).toBeUndefined();
+  });
+
+  it('a laptop restored from a backup: it renews, gets back what it synced after the backup, then syncs both ways', async () => {
+    const w = await compacted('restored');
+    const backup = await w.laptop.exportDatabase();
+    await say(w.laptop, 'l9');
+    await w.laptop.sync(w.edge);
+    const laptop = await reopen(w.laptop, w.file, () => writeFileSync(w.file, backup));
+    const report = await laptop.sync(w.edge);
+    expect(report.resync).toBeUndefined();
+    expect(report.renewed.map((r) => r.reason)).toEqual(['copy']);
+    await flows(w, laptop, ['l9']);
+  });
+
+  it('a token holder names the laptop\'s id as left over HTTP: it renews once, and nothing stops', async () => {
+    const w = await compacted('left');
+    expect((await post(w.handler, 'syncState', ['rattacker', null, { left: [await replicaOf(w.laptop)] }])).status).toBe(200);
+    const report = await w.laptop.sync(w.edge);
+    expect(report.renewed.map((r) => r.reason)).toEqual(['copy']);
+    expect(report.resync).toBeUndefined();
+    await flows(w, w.laptop);
+  });
+
+  it('a token holder pushes a turn in the laptop\'s name: it renews once, and nothing stops', async () => {
+    const w = await compacted('planted');
+    const message = { id: 'planted', role: 'user' as const, content: 'planted', createdAt: new Date().toISOString() };
+    const batch: SyncBatch = {
+      format: 'pagewise-sync', version: 1, from: await replicaOf(w.laptop), to: await replicaOf(w.edgeMemory), conversations: null, cursor: { turns: 0, tombstones: 0 },
+      more: false, tombstones: [], pins: [], aliases: [],
+      turns: [{ conversationId: 'c', ...message, contentHash: await contentHash(message), origin: 'rplanter', ord: Date.now() }],
+    };
+    expect((await post(w.handler, 'applySync', [batch])).status).toBe(200);
+    const report = await w.laptop.sync(w.edge);
+    expect(report.renewed.map((r) => r.reason)).toEqual(['copy']);
+    expect(report.resync).toBeUndefined();
+    await w.edgeMemory.forget({ conversationId: 'c', messageIds: ['planted'] });
+    await flows(w, w.laptop);
+  });
+
+  it('a token holder sets the edge\'s cursor of the laptop back to the start: the laptop still takes the edge for one that read its forgets', async () => {
+    const w = await compacted('reset');
+    const batch: SyncBatch = {
+      format: 'pagewise-sync', version: 1, from: await replicaOf(w.laptop), to: await replicaOf(w.edgeMemory), conversations: null, cursor: { turns: 0, tombstones: 0 },
+      more: false, tombstones: [], pins: [], aliases: [], turns: [],
+    };
+    expect((await post(w.handler, 'applySync', [batch])).status).toBe(200);
+    const report = await w.laptop.sync(w.edge);
+    expect(report.resync).toBeUndefined();
+    await flows(w, w.laptop);
+  });
+
+  it('two copies of the laptop meet directly, then each syncs with the edge: both renew, and everything meets', async () => {
+    const w = await compacted('copies');
+    const laptop = await reopen(w.laptop, w.file, () => copyFileSync(w.file, join(dir, 'copies-2.sqlite3')));
+    const copy = await memory(join(dir, 'copies-2.sqlite3'));
+    expect((await laptop.sync(copy)).renewed.map((r) => r.reason)).toEqual(['same-id']);
+    await say(copy, 'c1');
+    for (const m of [laptop, copy]) {
+      const report = await m.sync(w.edge);
+      expect(report.resync, JSON.stringify(report)).toBeUndefined();
+    }
+    await say(laptop, 'l4');
+    await say(w.phone, 'p3');
+    for (const m of [laptop, copy, w.phone, laptop, copy]) {
+      const report = await m.sync(w.edge);
+      expect(report.resync, JSON.stringify(report)).toBeUndefined();
+    }
+    for (const m of [laptop, copy, w.phone, w.edgeMemory]) expect(await ids(m)).toEqual(['c1', 'l3', 'l4', 'p1', 'p2', 'p3']);
+  });
+});
