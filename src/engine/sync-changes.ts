@@ -14,7 +14,7 @@ import type { TreeStore } from '../store/tree.js';
 import type { SyncAttachmentPiece, SyncBatch, SyncCursor, SyncElsewhere, SyncMissing, SyncReceived, SyncRequest, SyncState, SyncStateOptions, SyncTurn } from '../contracts/types-sync.js';
 import type { StorageDriver } from '../contracts/types.js';
 import { renew, signReceipt, verifyCursor, type CursorVerdict, type ReceiptRows } from './sync-identity.js';
-import { acknowledge, behind, readForgets, resyncRequired } from './sync-compaction.js';
+import { acknowledge, behind, resyncRequired } from './sync-compaction.js';
 
 const MODULE = 'sync';
 /**
@@ -140,9 +140,9 @@ async function readOf(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence:
   let best = { verdict: await verifyCursor(d.sync, seen, peer, filter), cursor: seen };
   for (const e of evidence) {
     if (e.sender === undefined && (e.receiver === undefined || e.receiver === peer)) continue;
-    if (scopeKey(e.conversations) !== scopeKey(filter) || (readForgets(best.verdict) && e.cursor.tombstones <= best.cursor.tombstones)) continue;
+    if (scopeKey(e.conversations) !== scopeKey(filter) || (best.verdict.kind === 'ok' && e.cursor.tombstones <= best.cursor.tombstones)) continue;
     const verdict = await verifyCursor(d.sync, e.cursor, e.receiver ?? peer, filter, e.sender);
-    if (readForgets(verdict)) best = { verdict, cursor: e.cursor };
+    if (verdict.kind === 'ok') best = { verdict, cursor: e.cursor };
   }
   return best;
 }
@@ -202,12 +202,14 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
  * What a peer's `seen` (how far it has read this replica, reading `filter`) makes this replica do: record it, and
  * tell the peer to resync when it has not read what was compacted in those conversations.
  */
-async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<Pick<SyncState, 'resyncRequired'>> {
+async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null, renewing: boolean): Promise<Pick<SyncState, 'resyncRequired'>> {
   const { verdict, cursor } = await readOf(d, peer, seen, evidence, filter);
   await acknowledge(d.driver, d.sync, peer, cursor, verdict, filter);
-  // A peer that shows no proof at all (its cursor here set back to the start or forged by a token holder, never one
-  // from its own database, which is signed) is judged by what it proved before.
-  const read = readForgets(verdict) ? cursor.tombstones : verdict.kind === 'start' || verdict.kind === 'unknown' ? await d.sync.acked(peer, filter) : 0;
+  // What `peer` proved it read before this replica renewed (or before the renewal this call makes) still holds: its
+  // history did not go back because this one's did. What it proved of this id since is only what it shows now: it
+  // may be a restored backup itself.
+  const before = renewing ? await d.sync.acked(peer, filter) : await d.sync.ackedBefore(peer, filter);
+  const read = Math.max(verdict.kind === 'ok' ? cursor.tombstones : 0, before);
   return (await behind(d.sync, read, filter)) ? { resyncRequired: true } : {};
 }
 
@@ -235,7 +237,7 @@ export function syncReadApi(d: SyncReadDeps) {
         if (id !== '' && o.left.length > 0) await d.driver.batch(d.sync.leftStatements(o.left, new Date().toISOString()));
         // How far `peer` read this replica's forgets, judged before it renews: the proofs are signed under this id.
         const shown = id !== '' && options?.seen !== undefined ? o.seen[0]!.cursor : undefined;
-        const read = shown ? await afterSeen(d, id, shown, o.seen.slice(1), filter) : {};
+        const read = shown ? await afterSeen(d, id, shown, o.seen.slice(1), filter, o.renew || diverged) : {};
         const renewed = o.renew || diverged ? await renew(d.driver, d.sync, o.renew ? 'same-id' : 'copy') : undefined;
         const missing = await missingHere(d.attachments, filter);
         const held = (await d.sync.held(Date.now())).count;

@@ -42,7 +42,7 @@ export function resyncRequired(peer: string, replica: string): PagewiseError {
  * those conversations, and holds no compaction back.
  */
 export async function acknowledge(driver: StorageDriver, sync: SyncStore, peer: string, seen: SyncCursor, verdict: CursorVerdict, filter: readonly string[] | null): Promise<void> {
-  if (!readForgets(verdict)) return;
+  if (verdict.kind !== 'ok') return;
   await driver.batch(sync.ackStatements(peer, filter, seen, new Date().toISOString()));
 }
 
@@ -67,9 +67,6 @@ async function compact(driver: StorageDriver, sync: SyncStore, sinceIso: string)
     await driver.batch(sync.compactStatements(to));
   }
 }
-
-/** Whether a cursor so found proves its reader read this replica's forgets as far as it says. */
-export const readForgets = (verdict: CursorVerdict): boolean => verdict.kind === 'ok' || (verdict.kind === 'diverged' && verdict.forgets);
 
 /** Whether a reader of `filter` (null: all) at tombstone row `read` has not read what this replica compacted there. */
 export async function behind(sync: SyncStore, read: number, filter: readonly string[] | null): Promise<boolean> {

@@ -30,11 +30,7 @@ export interface ReceiptRows {
 }
 
 /** A cursor as this replica finds it: from the start, one it gave, one it did not, or one of another history. */
-/**
- * `diverged`: the receipt names rows this history never held; `forgets` — but the forgets it names are this
- * history's (a copy shares them up to where it was made): the reader did read this replica's forgets that far.
- */
-export type CursorVerdict = { kind: 'start' } | { kind: 'ok'; rows: ReceiptRows } | { kind: 'unknown' } | { kind: 'diverged'; forgets: boolean };
+export type CursorVerdict = { kind: 'start' } | { kind: 'ok'; rows: ReceiptRows } | { kind: 'unknown' } | { kind: 'diverged' };
 
 const keys = new Map<string, Promise<CryptoKey>>();
 
@@ -106,9 +102,8 @@ export async function verifyCursor(sync: SyncStore, cursor: SyncCursor, receiver
   const rows = await openReceipt(secret, { replica: as ?? (await sync.replica()), receiver, conversations }, cursor);
   // Signed for other numbers than the cursor's own, or naming nothing where the cursor is past 0: not one given here.
   if (!rows || (rows.turn?.rowid ?? 0) !== cursor.turns || (rows.tombstone?.rowid ?? 0) !== cursor.tombstones) return { kind: 'unknown' };
-  const forgets = !rows.tombstone || (await hadTombstone(sync, rows.tombstone));
-  if (rows.turn && !(await sync.hasTurnRow(rows.turn.rowid, rows.turn.hash))) return { kind: 'diverged', forgets };
-  if (!forgets) return { kind: 'diverged', forgets };
+  if (rows.turn && !(await sync.hasTurnRow(rows.turn.rowid, rows.turn.hash))) return { kind: 'diverged' };
+  if (rows.tombstone && !(await hadTombstone(sync, rows.tombstone))) return { kind: 'diverged' };
   return { kind: 'ok', rows };
 }
 

@@ -13,6 +13,9 @@ export const DEVICES_MIGRATION: readonly string[] = [
   // far it had read that peer's forgets, so a renewal does not make a peer that compacted them ask for a resync.
   `CREATE TABLE sync_peers_before (peer TEXT NOT NULL, scope TEXT NOT NULL, receiver TEXT NOT NULL, turns INTEGER NOT NULL,
     tombstones INTEGER NOT NULL, receipt TEXT NOT NULL, PRIMARY KEY (peer, scope, receiver)) WITHOUT ROWID`,
+  // And how far each peer had proved it read this replica's forgets then (sync_acks): a peer's history does not go
+  // back because this one's did, so that still counts after the renewal.
+  `CREATE TABLE sync_acks_before (peer TEXT NOT NULL, scope TEXT NOT NULL, shown INTEGER NOT NULL, PRIMARY KEY (peer, scope)) WITHOUT ROWID`,
   // Order keys no receiver takes, stored before schema 12 bounded them: past the last Date (MAX_ORD), or more than
   // the largest maxClockSkewMs (a year) ahead of this clock. A batch stamped 2^53-1 was accepted, and every later
   // write in its conversation stepped past it (then stayed at MAX_ORD): those turns, forgets and checkouts were held

@@ -48,9 +48,14 @@ export function createSyncAcks(driver: StorageDriver) {
       return new Map(rows.map((r) => [r.conversation_id, { rowid: Number(r.top_row), ord: Number(r.top_ord) }]));
     },
 
-    /** The tombstone row `peer` last showed it has read up to, reading `conversations` (0: none, or not a known peer). */
+    /**
+     * The tombstone row `peer` last showed it has read up to, reading `conversations` (0: none, or not a known peer),
+     * or had shown before this replica renewed when that is further (schema 14).
+     */
     async acked(peer: string, conversations: readonly string[] | null = null): Promise<number> {
-      const rows = await driver.query<{ shown: number }>('SELECT shown FROM sync_acks WHERE peer = ? AND scope = ?', [peer, scopeKey(conversations)]);
+      const rows = await driver.query<{ shown: number | null }>(
+        'SELECT MAX(shown) AS shown FROM (SELECT shown FROM sync_acks WHERE peer = ?1 AND scope = ?2 UNION ALL SELECT shown FROM sync_acks_before WHERE peer = ?1 AND scope = ?2)',
+        [peer, scopeKey(conversations)]);
       return Number(rows[0]?.shown ?? 0);
     },
 

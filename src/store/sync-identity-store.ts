@@ -2,6 +2,7 @@
 // replica removed; the ids it left and kept proof under; and the ids peers said they left. The engine decides.
 import type { Statement, StorageDriver } from '../contracts/types.js';
 import type { SyncCursor, SyncReceived } from '../contracts/types-sync.js';
+import { scopeKey } from './sync-acks.js';
 
 export function createSyncIdentity(driver: StorageDriver) {
   return {
@@ -37,6 +38,12 @@ export function createSyncIdentity(driver: StorageDriver) {
     async previousIds(): Promise<string[]> {
       const rows = await driver.query<{ value: string }>("SELECT value FROM pagewise_meta WHERE key = 'replica:previous'");
       return rows[0] ? (JSON.parse(rows[0].value) as string[]).slice(-8).reverse() : [];
+    },
+
+    /** How far `peer` had proved it read this replica's forgets (reading `conversations`) before this replica renewed. */
+    async ackedBefore(peer: string, conversations: readonly string[] | null): Promise<number> {
+      const rows = await driver.query<{ shown: number }>('SELECT shown FROM sync_acks_before WHERE peer = ? AND scope = ?', [peer, scopeKey(conversations)]);
+      return Number(rows[0]?.shown ?? 0);
     },
 
     /** The secret this replica signed with under an id it left (null: none kept). */
@@ -75,6 +82,10 @@ export function createSyncIdentity(driver: StorageDriver) {
           params: [previous],
         },
         { sql: "INSERT OR REPLACE INTO pagewise_meta (key, value) SELECT 'sync:secret:' || ?, value FROM pagewise_meta WHERE key = 'sync:secret'", params: [previous] },
+        {
+          sql: `INSERT INTO sync_acks_before (peer, scope, shown) SELECT peer, scope, shown FROM sync_acks WHERE true
+                ON CONFLICT (peer, scope) DO UPDATE SET shown = MAX(shown, excluded.shown)`,
+        },
         { sql: "UPDATE turns SET origin = ? WHERE origin = ''", params: [previous] },
         { sql: "UPDATE branch_heads SET origin = ? WHERE origin = ''", params: [previous] },
         { sql: "UPDATE pagewise_meta SET value = ? WHERE key = 'replica'", params: [replica] },

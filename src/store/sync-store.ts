@@ -200,11 +200,16 @@ function createSyncChecks(driver: StorageDriver) {
 /** The statements sync writes (in its callers' transactions): cursors, tombstones, received turns, pin states. */
 function createSyncWrites() {
   return {
-    /** The statement that records how far this replica has read `peer` (in the batch's own transaction). */
+    /**
+     * The statement that records how far this replica has read `peer` (in the batch's own transaction). A cursor
+     * without a receipt never replaces one with it: `peer` signs every cursor it serves past the start, so an unsigned
+     * one comes from a token holder setting it back, and would take away this replica's proof of what it read.
+     */
     saveCursor(peer: string, conversations: readonly string[] | null, cursor: SyncCursor, nowIso: string): Statement {
       return {
         sql: `INSERT INTO sync_peers (peer, scope, turns, tombstones, receipt, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-              ON CONFLICT (peer, scope) DO UPDATE SET turns = excluded.turns, tombstones = excluded.tombstones, receipt = excluded.receipt, updated_at = excluded.updated_at`,
+              ON CONFLICT (peer, scope) DO UPDATE SET turns = excluded.turns, tombstones = excluded.tombstones, receipt = excluded.receipt, updated_at = excluded.updated_at
+              WHERE excluded.receipt <> '' OR sync_peers.receipt = ''`,
         params: [peer, scopeKey(conversations), cursor.turns, cursor.tombstones, cursor.receipt ?? '', nowIso],
       };
     },

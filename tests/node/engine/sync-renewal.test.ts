@@ -130,3 +130,55 @@ describe('a renewal after forgets were compacted', () => {
     for (const m of [laptop, copy, w.phone, w.edgeMemory]) expect(await ids(m)).toEqual(['c1', 'l3', 'l4', 'p1', 'p2', 'p3']);
   });
 });
+
+// What a review of the proofs found: each case fails where a proof counted for more than it shows.
+describe('what proves a read, and what does not', () => {
+  it('a receipt naming the original\'s rows proves nothing to its copy, even where the forget it names is one both hold', async () => {
+    const [edge, phone] = [await memory(), await memory()];
+    const file = join(dir, 'pair.sqlite3');
+    let laptop = await memory(file);
+    for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
+    await say(laptop, 'x1', 'x');
+    for (const id of ['p1', 'p2']) await say(phone, id);
+    for (let i = 0; i < 2; i++) {
+      await laptop.sync(edge);
+      await phone.sync(edge);
+    }
+    laptop = await reopen(laptop, file, () => copyFileSync(file, join(dir, 'pair-2.sqlite3')));
+    const copy = await memory(join(dir, 'pair-2.sqlite3'));
+    await phone.forget({ conversationId: 'c', messageIds: ['p1'] });
+    await phone.sync(edge);
+    // The original forgets l2, writes o1 and syncs: the phone's forget comes after its own in its rows.
+    await laptop.forget({ conversationId: 'c', messageIds: ['l2'] });
+    await say(laptop, 'o1');
+    await laptop.sync(edge);
+    // The copy forgets x1 and hears of the phone's forget from the phone: the same row, after another forget.
+    await copy.forget({ conversationId: 'x', messageIds: ['x1'] });
+    for (let i = 0; i < 3; i++) await copy.sync(phone, { conversations: ['c'] });
+    for (let i = 0; i < 3; i++) for (const m of [copy, laptop, phone]) await m.sync(edge);
+    for (const m of [copy, edge, laptop, phone]) expect(await ids(m, 'x')).toEqual([]);
+    for (const m of [copy, edge, laptop, phone]) expect(await ids(m)).toEqual(['l1', 'l3', 'o1', 'p2']);
+  });
+
+  it('a laptop restored from before its first sync with the edge is not taken for the one that read the edge\'s forgets since', async () => {
+    const [edge, b] = [await memory(), await memory()];
+    const file = join(dir, 'early.sqlite3');
+    let laptop = await memory(file);
+    for (const id of ['b3', 'b1', 'b2']) await say(b, id);
+    for (let i = 0; i < 2; i++) await b.sync(edge);
+    await b.forget({ conversationId: 'c', messageIds: ['b2'] });
+    await laptop.sync(b);
+    const backup = await laptop.exportDatabase();
+    // The edge forgets b1 and compacts the forget once b has read it; the laptop meets it, resyncs, and lets b1 go.
+    await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
+    for (let i = 0; i < 3; i++) await b.sync(edge);
+    expect((await laptop.sync(edge)).resync).toBeDefined();
+    await laptop.sync(edge, { resync: true });
+    laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
+    // The backup still holds b1, and shows the edge no proof it read its forget: it is told to resync.
+    expect((await laptop.sync(edge)).resync).toMatchObject({ replica: await replicaOf(laptop) });
+    await b.sync(edge);
+    expect(await ids(edge)).toEqual(['b3']);
+    expect(await ids(b)).toEqual(['b3']);
+  });
+});
