@@ -205,12 +205,27 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
 async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null, renewing: boolean): Promise<Pick<SyncState, 'resyncRequired'>> {
   const { verdict, cursor } = await readOf(d, peer, seen, evidence, filter);
   await acknowledge(d.driver, d.sync, peer, cursor, verdict, filter);
-  // What `peer` proved it read before this replica renewed (or before the renewal this call makes) still holds: its
-  // history did not go back because this one's did. What it proved of this id since is only what it shows now: it
-  // may be a restored backup itself.
-  const before = renewing ? await d.sync.acked(peer, filter) : await d.sync.ackedBefore(peer, filter);
-  const read = Math.max(verdict.kind === 'ok' ? cursor.tombstones : 0, before);
+  // What `peer` proved it read before the renewal this call makes still holds: its history did not go back because
+  // this one's did. What it proved before an earlier renewal holds as far as it still shows a cursor of the id this
+  // replica left (a restored backup of the peer no longer does). What it proved of this id since is only what it
+  // shows now.
+  const before = renewing ? await d.sync.acked(peer, filter) : Math.min(await d.sync.ackedBefore(peer, filter), await stillShows(d, peer, evidence, filter));
+  // A receipt this replica cannot open for this scope and reader is never one a peer's own database holds (a restored
+  // one shows an older receipt of its own, or none): it was put there; the peer is judged by what it proved.
+  const put = verdict.kind === 'unknown' && seen.receipt !== undefined ? await d.sync.acked(peer, filter) : 0;
+  const read = Math.max(verdict.kind === 'ok' ? cursor.tombstones : 0, before, put);
   return (await behind(d.sync, read, filter)) ? { resyncRequired: true } : {};
+}
+
+/** How far `peer` still shows it read this replica under an id it left (a receipt signed then, its rows maybe another history's). */
+async function stillShows(d: SyncReadDeps, peer: string, evidence: readonly Seen[], filter: string[] | null): Promise<number> {
+  let most = 0;
+  for (const e of evidence) {
+    if (e.sender === undefined || scopeKey(e.conversations) !== scopeKey(filter) || e.cursor.tombstones <= most) continue;
+    const v = await verifyCursor(d.sync, e.cursor, e.receiver ?? peer, filter, e.sender);
+    if (v.kind === 'ok' || v.kind === 'diverged') most = e.cursor.tombstones;
+  }
+  return most;
 }
 
 /** This replica's start of a resync with `peer` (`options.resync`), and whether one is under way. */

@@ -181,4 +181,50 @@ describe('what proves a read, and what does not', () => {
     expect(await ids(edge)).toEqual(['b3']);
     expect(await ids(b)).toEqual(['b3']);
   });
+
+  it('after the edge renewed, a laptop restored from before it read the edge\'s forget is not vouched for by what it proved then', async () => {
+    const edgeFile = join(dir, 'edge.sqlite3');
+    let edge = await memory(edgeFile);
+    const b = await memory();
+    const file = join(dir, 'early-2.sqlite3');
+    let laptop = await memory(file);
+    for (const id of ['b3', 'b1', 'b2']) await say(b, id);
+    for (let i = 0; i < 2; i++) await b.sync(edge);
+    await b.forget({ conversationId: 'c', messageIds: ['b2'] });
+    await laptop.sync(b);
+    const backup = await laptop.exportDatabase();
+    await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
+    for (let i = 0; i < 3; i++) await b.sync(edge);
+    await laptop.sync(edge, { resync: true });
+    expect((await laptop.sync(edge)).resync).toBeUndefined();
+    // The edge meets an old copy of its file and renews; then the laptop's disk goes back to the backup.
+    edge = await reopen(edge, edgeFile, () => copyFileSync(edgeFile, join(dir, 'edge-2.sqlite3')));
+    expect((await edge.sync(await memory(join(dir, 'edge-2.sqlite3')))).renewed.map((r) => r.reason)).toEqual(['same-id']);
+    laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
+    expect((await laptop.sync(edge)).resync).toMatchObject({ replica: await replicaOf(laptop) });
+    await b.sync(edge);
+    expect(await ids(edge)).toEqual(['b3']);
+    expect(await ids(b)).toEqual(['b3']);
+  });
+
+  it('a receipt the laptop gave for one conversation, stored as the edge\'s cursor of all of them: the next syncs go on', async () => {
+    const edgeMemory = await memory();
+    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const [laptop, phone] = [await memory(), await memory()];
+    for (const id of ['p1', 'p2']) await say(phone, id);
+    for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
+    for (let i = 0; i < 2; i++) for (const m of [phone, laptop]) await m.sync(edge);
+    await laptop.sync(edge, { conversations: ['c'] });
+    await laptop.forget({ conversationId: 'c', messageIds: ['l1', 'l2'] });
+    for (let i = 0; i < 3; i++) for (const m of [laptop, phone]) await m.sync(edge);
+    const [laptopId, edgeId] = [await replicaOf(laptop), await replicaOf(edgeMemory)];
+    const stolen = (await edgeMemory.syncState(laptopId, ['c'])).cursor;
+    expect(stolen.receipt).toBeTruthy();
+    const forged: SyncBatch = { format: 'pagewise-sync', version: 1, from: laptopId, to: edgeId, conversations: null, cursor: stolen, more: false, tombstones: [], turns: [], pins: [], aliases: [] };
+    expect((await post(handler, 'applySync', [forged])).status).toBe(200);
+    await say(laptop, 'l4');
+    for (let i = 0; i < 2; i++) expect((await laptop.sync(edge)).resync).toBeUndefined();
+    expect(await ids(edgeMemory)).toEqual(['l3', 'l4', 'p1', 'p2']);
+  });
 });
