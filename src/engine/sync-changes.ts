@@ -205,11 +205,12 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
 async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null, renewing: boolean): Promise<Pick<SyncState, 'resyncRequired'>> {
   const { verdict, cursor } = await readOf(d, peer, seen, evidence, filter);
   await acknowledge(d.driver, d.sync, peer, cursor, verdict, filter);
-  // What `peer` proved it read before the renewal this call makes still holds: its history did not go back because
-  // this one's did. What it proved before an earlier renewal holds as far as it still shows a cursor of the id this
-  // replica left (a restored backup of the peer no longer does). What it proved of this id since is only what it
-  // shows now.
-  const before = renewing ? await d.sync.acked(peer, filter) : Math.min(await d.sync.ackedBefore(peer, filter), await stillShows(d, peer, evidence, filter));
+  // What `peer` proved it read before the renewal this call makes, or before an earlier one, still holds as far as it
+  // still shows a cursor this replica signed then (under this id, or one it left), whatever rows it names: this
+  // replica's history going back does not take the peer's reads back, but a peer restored from a backup no longer
+  // shows that cursor. What it proved of this id since is only what it shows now.
+  const proved = renewing ? await d.sync.acked(peer, filter) : await d.sync.ackedBefore(peer, filter);
+  const before = Math.min(proved, await stillShows(d, peer, seen, evidence, filter));
   // A receipt this replica cannot open for this scope and reader is never one a peer's own database holds (a restored
   // one shows an older receipt of its own, or none): it was put there; the peer is judged by what it proved.
   const put = verdict.kind === 'unknown' && seen.receipt !== undefined ? await d.sync.acked(peer, filter) : 0;
@@ -217,9 +218,13 @@ async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, eviden
   return (await behind(d.sync, read, filter)) ? { resyncRequired: true } : {};
 }
 
-/** How far `peer` still shows it read this replica under an id it left (a receipt signed then, its rows maybe another history's). */
-async function stillShows(d: SyncReadDeps, peer: string, evidence: readonly Seen[], filter: string[] | null): Promise<number> {
-  let most = 0;
+/**
+ * How far `peer` still shows it read this replica, by a cursor it keeps of this id or of one it left whose receipt
+ * this replica signed (its rows maybe another history's: this one is a copy, or renewed since).
+ */
+async function stillShows(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<number> {
+  const own = await verifyCursor(d.sync, seen, peer, filter);
+  let most = own.kind === 'ok' || own.kind === 'diverged' ? seen.tombstones : 0;
   for (const e of evidence) {
     if (e.sender === undefined || scopeKey(e.conversations) !== scopeKey(filter) || e.cursor.tombstones <= most) continue;
     const v = await verifyCursor(d.sync, e.cursor, e.receiver ?? peer, filter, e.sender);

@@ -227,4 +227,31 @@ describe('what proves a read, and what does not', () => {
     for (let i = 0; i < 2; i++) expect((await laptop.sync(edge)).resync).toBeUndefined();
     expect(await ids(edgeMemory)).toEqual(['l3', 'l4', 'p1', 'p2']);
   });
+
+  it('a restored laptop that tells the edge it is a twin: the edge, renewing in that call, does not vouch for the laptop\'s lost reads', async () => {
+    const edgeFile = join(dir, 'edge-3.sqlite3');
+    let edge = await memory(edgeFile);
+    const b = await memory();
+    const file = join(dir, 'early-3.sqlite3');
+    let laptop = await memory(file);
+    for (const id of ['b3', 'b1', 'b2']) await say(b, id);
+    for (let i = 0; i < 2; i++) await b.sync(edge);
+    await b.forget({ conversationId: 'c', messageIds: ['b2'] });
+    await laptop.sync(b);
+    const backup = await laptop.exportDatabase();
+    await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
+    for (let i = 0; i < 3; i++) await b.sync(edge);
+    await laptop.sync(edge, { resync: true });
+    expect((await laptop.sync(edge)).resync).toBeUndefined();
+    // A copy of the edge's file meets it and leaves their id; the restored laptop hears of it from the copy.
+    edge = await reopen(edge, edgeFile, () => copyFileSync(edgeFile, join(dir, 'edge-4.sqlite3')));
+    const copy = await memory(join(dir, 'edge-4.sqlite3'));
+    await copy.sync(edge);
+    laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
+    await laptop.sync(copy);
+    expect((await laptop.sync(edge)).resync).toMatchObject({ replica: await replicaOf(laptop) });
+    await b.sync(edge);
+    expect(await ids(edge)).toEqual(['b3']);
+    expect(await ids(b)).toEqual(['b3']);
+  });
 });
