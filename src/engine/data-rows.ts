@@ -80,7 +80,7 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
         { sql: `DELETE FROM pins WHERE conversation_id = ? AND turn_id IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.id)] },
         { sql: `DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'turn' AND ref IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.seq)] },
         // Sync's receipts may name a forgotten row: its id and hash (never text) say it was here.
-        { sql: `INSERT OR IGNORE INTO sync_removed (rowid, content_hash) SELECT rowid, content_hash FROM turns WHERE private = 0 AND rowid IN (${marks(part.length)})`, params: rowids },
+        { sql: `INSERT OR IGNORE INTO sync_removed (rowid, content_hash, conversation_id, turn_id, ord) SELECT rowid, content_hash, conversation_id, id, origin_ord FROM turns WHERE private = 0 AND rowid IN (${marks(part.length)})`, params: rowids },
         { sql: `DELETE FROM turns WHERE rowid IN (${marks(part.length)})`, params: rowids },
         attachmentRefRemoval(rowids),
       );

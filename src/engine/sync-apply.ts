@@ -12,16 +12,16 @@ import type { Remove } from './data-rows.js';
 import type { DataDeps } from './data-types.js';
 import { PagewiseError } from '../contracts/errors.js';
 import { describe } from '../common/messages.js';
-import { turnRowError } from '../store/turn-store.js';
 import type { SyncStore } from '../store/sync-store.js';
 import { compareKeys, headOf, type HeadRegister, type TreeNode } from '../store/tree.js';
 import { moveTo, settlePath } from './branches.js';
 import { groupBy, mergeAliases, mergePins, slices } from './sync-merge.js';
-import { pacer, yieldToEventLoop } from '../common/pace.js';
+import { yieldToEventLoop } from '../common/pace.js';
 import { countCacheKey } from '../tokens/chat-format.js';
 import type { Statement } from '../contracts/types.js';
 import { MAX_ORD } from '../store/order.js';
-import type { SyncAlias, SyncApplied, SyncConflict, SyncPin, SyncTombstone } from '../contracts/types-sync.js';
+import { forgottenHere, fresh } from './sync-fresh.js';
+import type { SyncApplied, SyncTombstone } from '../contracts/types-sync.js';
 
 const MODULE = 'sync';
 /** Thrown out of a slot that found background work under way where turns must move: settle, then apply again. */
@@ -35,7 +35,6 @@ export interface SyncApplyDeps extends DataDeps {
   sync: SyncStore;
   remove: Remove;
 }
-
 
 /**
  * Removes what the batch's tombstones cover, a conversation at a time, with the tombstones in the same transaction
@@ -70,33 +69,6 @@ async function applyTombstones(d: SyncApplyDeps, batch: ReadBatch, applied: Sync
     }
   }
   if (removed) await d.remove.purge();
-}
-
-/** Whether a forget this replica stored covers turn `t` (the conversation's before its clock, or that message before its own). */
-function forgottenHere(gone: Awaited<ReturnType<SyncStore['forgotten']>>, t: IncomingTurn): boolean {
-  return t.ord < gone.before || (gone.turns.get(t.id)?.some((f) => f.hash === t.contentHash && t.ord < f.ord) ?? false);
-}
-
-/** The turns of one conversation this replica lacks, checked against its tombstones and stored ids. */
-async function fresh(d: SyncApplyDeps, conversationId: string, turns: IncomingTurn[], conflicts: SyncConflict[]): Promise<IncomingTurn[]> {
-  const { driver, sync } = d;
-  const ids = turns.map((t) => t.id);
-  const gone = await sync.forgotten(conversationId, ids);
-  const stored = await sync.storedHashes(conversationId, ids);
-  const out: IncomingTurn[] = [];
-  // A row that may be near the limit is measured byte by byte (measuring 2,000 long turns, 7.8 MB, held the event
-  // loop 0.16 s): the event loop is handed back now and then.
-  const pace = pacer();
-  for (const t of turns) {
-    await pace(1);
-    if (forgottenHere(gone, t)) continue;
-    const hash = stored.get(t.id);
-    if (hash === undefined) {
-      if (!turnRowError(d.store.limits, driver.name, conversationId, t.id, t.message, t.text)) out.push(t);
-      else conflicts.push({ conversationId, id: t.id, reason: 'too-large' });
-    } else if (hash !== t.contentHash) conflicts.push({ conversationId, id: t.id, reason: 'id' });
-  }
-  return out;
 }
 
 /** Whether checkout `a` is later than `b` (by the conversation's clock, then origin). */

@@ -6,6 +6,13 @@ export const DEVICES_MIGRATION: readonly string[] = [
   // (engine/sync-changes.ts), and what this replica removed, by hash (it never held a turn it removed since).
   `CREATE INDEX turns_by_via ON turns (via) WHERE via <> ''`,
   `CREATE INDEX sync_removed_by_hash ON sync_removed (content_hash)`,
+  // What was removed, by turn (from this version on): a copy of it that comes back (pushed by a device restored from
+  // a backup that still held it, once the forget's tombstone was compacted) is refused, and its forget is written
+  // again for the device to hear of.
+  `ALTER TABLE sync_removed ADD COLUMN conversation_id TEXT`,
+  `ALTER TABLE sync_removed ADD COLUMN turn_id TEXT`,
+  `ALTER TABLE sync_removed ADD COLUMN ord INTEGER`,
+  `CREATE INDEX sync_removed_by_turn ON sync_removed (conversation_id, turn_id) WHERE conversation_id IS NOT NULL`,
   // Ids a peer left because it found a copy shared them: whoever still syncs under one is that copy.
   `CREATE TABLE sync_left (peer TEXT PRIMARY KEY, told_at TEXT NOT NULL) WITHOUT ROWID`,
   // The cursors (with their receipts) a replica kept of its peers before it renewed, under the id it had then

@@ -87,12 +87,15 @@ function createSyncReads(driver: StorageDriver) {
      * of `ids` that was forgotten: the message's content hash and the clock of the forget (a copy of that message
      * written before it is forgotten).
      */
-    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ before: number; turns: Map<string, { hash: string; ord: number }[]> }> {
+    async forgotten(conversationId: string, ids: readonly string[]): Promise<{ before: number; turns: Map<string, { hash: string; ord: number; removed?: true }[]> }> {
       const e = await driver.query<{ before: number }>("SELECT COALESCE(MAX(origin_ord), 0) AS before FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ''", [conversationId]);
-      const rows = await driver.query<{ turn_id: string; content_hash: string; origin_ord: number }>(
-        "SELECT turn_id, content_hash, origin_ord FROM sync_tombstones WHERE conversation_id = ? AND turn_id IN (SELECT value FROM json_each(?)) AND turn_id <> ''", [conversationId, JSON.stringify(ids)]);
-      const turns = new Map<string, { hash: string; ord: number }[]>();
-      for (const r of rows) turns.set(r.turn_id, [...(turns.get(r.turn_id) ?? []), { hash: r.content_hash, ord: Number(r.origin_ord) }]);
+      const rows = await driver.query<{ turn_id: string; content_hash: string; origin_ord: number; removed: number }>(
+        `SELECT turn_id, content_hash, origin_ord, 0 AS removed FROM sync_tombstones WHERE conversation_id = ?1 AND turn_id IN (SELECT value FROM json_each(?2)) AND turn_id <> ''
+         UNION ALL SELECT turn_id, content_hash, ord + 1, 1 FROM sync_removed WHERE conversation_id = ?1 AND turn_id IN (SELECT value FROM json_each(?2))`,
+        [conversationId, JSON.stringify(ids)]);
+      // A turn removed here (by a forget whose tombstone may since be compacted) counts as forgotten up to its own key.
+      const turns = new Map<string, { hash: string; ord: number; removed?: true }[]>();
+      for (const r of rows) turns.set(r.turn_id, [...(turns.get(r.turn_id) ?? []), { hash: r.content_hash, ord: Number(r.origin_ord), ...(Number(r.removed) === 1 ? { removed: true as const } : {}) }]);
       return { before: Number(e[0]?.before ?? 0), turns };
     },
 

@@ -254,4 +254,29 @@ describe('what proves a read, and what does not', () => {
     expect(await ids(edge)).toEqual(['b3']);
     expect(await ids(b)).toEqual(['b3']);
   });
+
+  it('a laptop restored from a backup does not bring back its own turn it forgot after the backup, once that forget was compacted', async () => {
+    const edgeMemory = await memory();
+    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const file = join(dir, 'own.sqlite3');
+    let laptop = await memory(file);
+    const phone = await memory();
+    for (const id of ['p1', 'p2']) await say(phone, id);
+    for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
+    for (let i = 0; i < 2; i++) for (const m of [phone, laptop]) await m.sync(edge);
+    const backup = await laptop.exportDatabase();
+    await laptop.forget({ conversationId: 'c', messageIds: ['l1', 'l2'] });
+    for (let i = 0; i < 3; i++) for (const m of [laptop, phone]) await m.sync(edge);
+    // The premise: the edge compacted l1's forget (it keeps only its last tombstone, l2's).
+    const kept = (await edgeMemory.syncChanges({ to: 'rsomeone', cursor: { turns: 0, tombstones: 0 }, resync: true })).tombstones;
+    expect(kept.map((t) => t.id)).toEqual(['l2']);
+    await say(laptop, 'l9');
+    await laptop.sync(edge);
+    laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
+    if ((await laptop.sync(edge)).resync) await laptop.sync(edge, { resync: true });
+    for (let i = 0; i < 2; i++) for (const m of [laptop, phone]) await m.sync(edge);
+    // l1's forget is written again where its copy arrived: every replica lets it go, the laptop too.
+    for (const m of [edgeMemory, phone, laptop]) expect(await ids(m)).toEqual(['l3', 'l9', 'p1', 'p2']);
+  });
 });
