@@ -79,8 +79,17 @@ export function createRemoval(d: Pick<DataDeps, 'driver' | 'store' | 'uncache'>)
         { sql: `DELETE FROM turn_recalls WHERE turn_rowid IN (${marks(part.length)})`, params: rowids },
         { sql: `DELETE FROM pins WHERE conversation_id = ? AND turn_id IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.id)] },
         { sql: `DELETE FROM embeddings WHERE conversation_id = ? AND kind = 'turn' AND ref IN (${marks(part.length)})`, params: [conversationId, ...part.map((r) => r.seq)] },
-        // Sync's receipts may name a forgotten row: its id and hash (never text) say it was here.
-        { sql: `INSERT OR IGNORE INTO sync_removed (rowid, content_hash, conversation_id, turn_id, ord) SELECT rowid, content_hash, conversation_id, id, origin_ord FROM turns WHERE private = 0 AND rowid IN (${marks(part.length)})`, params: rowids },
+        // Sync's receipts may name a removed row: its id and hash (never text) say it was here. A forgotten one (a
+        // tombstone in this transaction covers it) also by turn, so a copy of it that comes back is refused; one let
+        // go otherwise (a resync's sweep, an import undone) was forgotten by nobody.
+        {
+          sql: `INSERT OR IGNORE INTO sync_removed (rowid, content_hash, conversation_id, turn_id, ord)
+                SELECT rowid, content_hash, IIF(forgot, conversation_id, NULL), IIF(forgot, id, NULL), IIF(forgot, origin_ord, NULL) FROM (
+                  SELECT t.rowid AS rowid, t.content_hash, t.conversation_id, t.id, t.origin_ord, EXISTS (SELECT 1 FROM sync_tombstones s
+                    WHERE s.conversation_id = t.conversation_id AND s.origin_ord > t.origin_ord AND (s.turn_id = '' OR (s.turn_id = t.id AND s.content_hash = t.content_hash))) AS forgot
+                  FROM turns t WHERE t.private = 0 AND t.rowid IN (${marks(part.length)}))`,
+          params: rowids,
+        },
         { sql: `DELETE FROM turns WHERE rowid IN (${marks(part.length)})`, params: rowids },
         attachmentRefRemoval(rowids),
       );
