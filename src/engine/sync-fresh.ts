@@ -37,7 +37,11 @@ export async function fresh(d: FreshDeps, conversationId: string, turns: Incomin
     // A copy of a turn forgotten here whose tombstone was compacted (a device restored from a backup pushes what
     // it held): refused, and the forget written again, so the device that sent it hears of it and lets it go.
     const why = forgottenHere(gone, t);
-    if (why === 'removed' && t.ord < MAX_ORD) again.push(sync.tombstoneStatement({ conversationId, id: t.id, contentHash: t.contentHash, ord: t.ord + 1, forgottenAt: new Date().toISOString() }));
+    if (why === 'removed' && t.ord < MAX_ORD) {
+      // At the forget's own clock where it is known (it covered what was written before it), else just past the copy.
+      const ord = Math.max(...(gone.turns.get(t.id) ?? []).filter((f) => f.removed && f.hash === t.contentHash && t.ord < f.ord).map((f) => f.ord));
+      again.push(sync.tombstoneStatement({ conversationId, id: t.id, contentHash: t.contentHash, ord, forgottenAt: new Date().toISOString() }));
+    }
     if (why) continue;
     const hash = stored.get(t.id);
     if (hash === undefined) {

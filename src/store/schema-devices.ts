@@ -13,6 +13,14 @@ export const DEVICES_MIGRATION: readonly string[] = [
   `ALTER TABLE sync_removed ADD COLUMN turn_id TEXT`,
   `ALTER TABLE sync_removed ADD COLUMN ord INTEGER`,
   `CREATE INDEX sync_removed_by_turn ON sync_removed (conversation_id, turn_id) WHERE conversation_id IS NOT NULL`,
+  // A message's forget outlives its tombstone: compaction deletes the tombstone (peers no longer need to read it), but
+  // what it forgot stays known here by id, hash and clock, so a copy a restored device pushes later (one this replica
+  // may never have held) is refused like the removed ones.
+  `CREATE TABLE sync_forgot (conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, content_hash TEXT NOT NULL, ord INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, turn_id, content_hash, ord)) WITHOUT ROWID`,
+  `CREATE TRIGGER sync_tombstones_kept AFTER DELETE ON sync_tombstones WHEN OLD.turn_id <> '' BEGIN
+    INSERT OR IGNORE INTO sync_forgot (conversation_id, turn_id, content_hash, ord) VALUES (OLD.conversation_id, OLD.turn_id, OLD.content_hash, OLD.origin_ord);
+  END`,
   // Ids a peer left because it found a copy shared them: whoever still syncs under one is that copy.
   `CREATE TABLE sync_left (peer TEXT PRIMARY KEY, told_at TEXT NOT NULL) WITHOUT ROWID`,
   // The cursors (with their receipts) a replica kept of its peers before it renewed, under the id it had then

@@ -91,9 +91,11 @@ function createSyncReads(driver: StorageDriver) {
       const e = await driver.query<{ before: number }>("SELECT COALESCE(MAX(origin_ord), 0) AS before FROM sync_tombstones WHERE conversation_id = ? AND turn_id = ''", [conversationId]);
       const rows = await driver.query<{ turn_id: string; content_hash: string; origin_ord: number; removed: number }>(
         `SELECT turn_id, content_hash, origin_ord, 0 AS removed FROM sync_tombstones WHERE conversation_id = ?1 AND turn_id IN (SELECT value FROM json_each(?2)) AND turn_id <> ''
-         UNION ALL SELECT turn_id, content_hash, ord + 1, 1 FROM sync_removed WHERE conversation_id = ?1 AND turn_id IN (SELECT value FROM json_each(?2))`,
+         UNION ALL SELECT turn_id, content_hash, ord + 1, 1 FROM sync_removed WHERE conversation_id = ?1 AND turn_id IN (SELECT value FROM json_each(?2))
+         UNION ALL SELECT turn_id, content_hash, ord, 1 FROM sync_forgot WHERE conversation_id = ?1 AND turn_id IN (SELECT value FROM json_each(?2))`,
         [conversationId, JSON.stringify(ids)]);
-      // A turn removed here (by a forget whose tombstone may since be compacted) counts as forgotten up to its own key.
+      // A turn removed here by a forget, or named by a forget whose tombstone was compacted since, counts as forgotten
+      // (up to its own key, or the forget's clock).
       const turns = new Map<string, { hash: string; ord: number; removed?: true }[]>();
       for (const r of rows) turns.set(r.turn_id, [...(turns.get(r.turn_id) ?? []), { hash: r.content_hash, ord: Number(r.origin_ord), ...(Number(r.removed) === 1 ? { removed: true as const } : {}) }]);
       return { before: Number(e[0]?.before ?? 0), turns };

@@ -1,13 +1,15 @@
-// A turn removed here is refused when a copy comes back only if it was forgotten (a tombstone covered it when it went):
-// what a resync let go, or an import undone, was forgotten by nobody, and arrives again like any turn. The case where
-// it must be refused is in sync-renewal.test.ts ("… does not bring back its own turn it forgot after the backup …").
+// A copy of a forgotten turn is refused, even after the forget's tombstone was compacted: whether this replica removed
+// the turn, or only ever heard of its forget. What a resync let go, or an import undone, was forgotten by nobody, and
+// arrives again like any turn. (sync-renewal.test.ts: "… does not bring back its own turn it forgot after the backup".)
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { remoteMemory, sqliteWasm, syncEndpoint, type ExportData, type Memory } from '../../../src/index.js';
 import type { StorageDriver } from '../../../src/contracts/types.js';
 import { createMemory } from '../../support/helpers.js';
 import { deviceHarness, ids, say } from '../../support/sync-harness.js';
 
-const { memory } = deviceHarness('pagewise-removed-');
+const { dir, memory, reopen } = deviceHarness('pagewise-removed-');
 const URL_ = 'https://edge.test/v1/pagewise/sync';
 const open: Memory[] = [];
 afterEach(async () => { for (const m of open.splice(0)) await m.close().catch(() => undefined); });
@@ -61,5 +63,31 @@ describe('what was let go, not forgotten', () => {
     const count = async (m: Memory) => (await m.turns('big')).length;
     expect(await count(phone)).toBe(600);
     expect(await count(laptop)).toBe(600);
+  });
+
+  it('a turn forgotten before it ever reached the edge stays forgotten when a backup that holds it is restored', async () => {
+    const edgeMemory = await memory();
+    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const file = join(dir, 'unsynced.sqlite3');
+    let laptop = await memory(file);
+    const phone = await memory();
+    for (const id of ['p1', 'p2']) await say(phone, id);
+    for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
+    for (let i = 0; i < 2; i++) for (const m of [phone, laptop]) await m.sync(edge);
+    await say(laptop, 'x1');
+    const backup = await laptop.exportDatabase();
+    await laptop.forget({ conversationId: 'c', messageIds: ['x1'] });
+    await laptop.forget({ conversationId: 'c', messageIds: ['l2'] });
+    for (let i = 0; i < 3; i++) for (const m of [laptop, phone]) await m.sync(edge);
+    // The premise: the edge, which never held x1, compacted its forget.
+    const kept = (await edgeMemory.syncChanges({ to: 'rsomeone', cursor: { turns: 0, tombstones: 0 }, resync: true })).tombstones;
+    expect(kept.map((t) => t.id)).toEqual(['l2']);
+    await say(laptop, 'l9');
+    await laptop.sync(edge);
+    laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
+    if ((await laptop.sync(edge)).resync) await laptop.sync(edge, { resync: true });
+    for (let i = 0; i < 2; i++) for (const m of [laptop, phone]) await m.sync(edge);
+    for (const m of [edgeMemory, phone, laptop]) expect(await ids(m)).toEqual(['l1', 'l3', 'l9', 'p1', 'p2']);
   });
 });
