@@ -12,13 +12,15 @@ import { MAX_ORD } from '../store/order.js';
 type FreshDeps = Pick<DataDeps, 'driver' | 'store'> & { sync: SyncStore };
 
 /**
- * Whether `t` is forgotten here: a tombstone covers it, or it is a copy of a turn removed here whose tombstone was
- * compacted since (`removed`).
+ * Whether `t` is forgotten here: a tombstone covers it, or it is a copy of a turn a forget removed here or named
+ * whose tombstone was compacted since (`removed`, with the clock a forget written again takes: the forget's own where
+ * it is known, else just past the copy).
  */
-export function forgottenHere(gone: Awaited<ReturnType<SyncStore['forgotten']>>, t: IncomingTurn): 'tombstone' | 'removed' | null {
-  if (t.ord < gone.before) return 'tombstone';
+export function forgottenHere(gone: Awaited<ReturnType<SyncStore['forgotten']>>, t: IncomingTurn): { by: 'tombstone' } | { by: 'removed'; ord: number } | null {
+  if (t.ord < gone.before) return { by: 'tombstone' };
   const named = (gone.turns.get(t.id) ?? []).filter((f) => f.hash === t.contentHash && t.ord < f.ord);
-  return named.length === 0 ? null : named.some((f) => !f.removed) ? 'tombstone' : 'removed';
+  if (named.length === 0) return null;
+  return named.some((f) => !f.removed) ? { by: 'tombstone' } : { by: 'removed', ord: Math.max(...named.map((f) => f.ord)) };
 }
 
 /** The turns of one conversation this replica lacks, checked against its tombstones and stored ids. */
@@ -32,16 +34,13 @@ export async function fresh(d: FreshDeps, conversationId: string, turns: Incomin
   // loop 0.16 s): the event loop is handed back now and then.
   const pace = pacer();
   const again: Statement[] = [];
+  const nowIso = new Date().toISOString();
   for (const t of turns) {
     await pace(1);
     // A copy of a turn forgotten here whose tombstone was compacted (a device restored from a backup pushes what
     // it held): refused, and the forget written again, so the device that sent it hears of it and lets it go.
     const why = forgottenHere(gone, t);
-    if (why === 'removed' && t.ord < MAX_ORD) {
-      // At the forget's own clock where it is known (it covered what was written before it), else just past the copy.
-      const ord = Math.max(...(gone.turns.get(t.id) ?? []).filter((f) => f.removed && f.hash === t.contentHash && t.ord < f.ord).map((f) => f.ord));
-      again.push(sync.tombstoneStatement({ conversationId, id: t.id, contentHash: t.contentHash, ord, forgottenAt: new Date().toISOString() }));
-    }
+    if (why?.by === 'removed' && t.ord < MAX_ORD) again.push(sync.tombstoneStatement({ conversationId, id: t.id, contentHash: t.contentHash, ord: why.ord, forgottenAt: nowIso }));
     if (why) continue;
     const hash = stored.get(t.id);
     if (hash === undefined) {
