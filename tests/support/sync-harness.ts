@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, vi } from 'vitest';
 import { fileStorage } from '../../src/storage/node-file.js';
-import type { Memory } from '../../src/index.js';
+import { remoteMemory, syncEndpoint, type Memory } from '../../src/index.js';
 import type { SyncBatch } from '../../src/contracts/types-sync.js';
 import { createMemory, user } from './helpers.js';
 
@@ -17,6 +17,19 @@ export const say = (m: Memory, id: string, c = 'c') => m.onTurnComplete({ conver
 export const ids = async (m: Memory, c = 'c'): Promise<string[]> => (await m.turns(c).catch(() => [])).map((t) => t.id!).sort();
 /** A memory's replica id. */
 export const replicaOf = async (m: Memory): Promise<string> => (await m.syncState('')).replica;
+
+/** Where httpEdge's endpoint answers. */
+export const SYNC_URL = 'https://edge.test/v1/pagewise/sync';
+
+/**
+ * `edgeMemory` served by syncEndpoint (every caller authenticated as one user), its fetch handler (for a token holder's
+ * own requests), and remoteMemory reaching it through that handler (the HTTP protocol, without a socket).
+ */
+export function httpEdge(edgeMemory: Memory) {
+  const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+  const edge = remoteMemory(SYNC_URL, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+  return { handler, edge };
+}
 
 /** A folder for this file's databases and the memories opened in a test, closed after it (call at the top level). */
 export function deviceHarness(prefix: string) {

@@ -9,7 +9,7 @@ import type { SyncBatch } from '../../../src/contracts/types-sync.js';
 import { remoteMemory, syncEndpoint } from '../../../src/index.js';
 import { fileStorage } from '../../../src/node.js';
 import { user } from '../../support/helpers.js';
-import { YEAR, at, deviceHarness, forgeCursor } from '../../support/sync-harness.js';
+import { SYNC_URL, YEAR, at, deviceHarness, forgeCursor, httpEdge } from '../../support/sync-harness.js';
 
 const { dir, memory, close, reopen } = deviceHarness('pagewise-devices-');
 
@@ -180,10 +180,10 @@ describe('the turns a peer received, shown back', () => {
 
   it('a caller over HTTP cannot make the edge take a new id by naming turns it never held', async () => {
     const edgeMemory = await memory();
-    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
+    const { handler } = httpEdge(edgeMemory);
     const before = (await edgeMemory.syncState('')).replica;
     const seenTurns = [{ conversationId: 'c', id: 'never', contentHash: 'a'.repeat(64) }];
-    const res = await handler(new Request('https://edge.test/v1/pagewise/sync', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ method: 'syncState', args: ['rsomeone', null, { seenTurns }] }) }));
+    const res = await handler(new Request(SYNC_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ method: 'syncState', args: ['rsomeone', null, { seenTurns }] }) }));
     expect(res.status).toBe(200);
     expect((await edgeMemory.syncState('')).replica).toBe(before);
     // In-process the same names do make it renew: a peer that received them from this id is a twin.
@@ -215,8 +215,7 @@ describe('the turns a peer received, shown back', () => {
 
   it('over HTTP: the original of a copy tells the edge the id it left, and the copy is told at its next sync', async () => {
     const edgeMemory = await memory();
-    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
-    const edge = remoteMemory('https://edge.test/v1/pagewise/sync', { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const { edge } = httpEdge(edgeMemory);
     const file = join(dir, 'twin.sqlite3');
     let laptop = await memory(file);
     await say(laptop, 'm1');

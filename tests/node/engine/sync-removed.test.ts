@@ -4,21 +4,19 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { remoteMemory, sqliteWasm, syncEndpoint, type ExportData, type Memory } from '../../../src/index.js';
+import { sqliteWasm, type ExportData, type Memory } from '../../../src/index.js';
 import type { StorageDriver } from '../../../src/contracts/types.js';
 import { createMemory } from '../../support/helpers.js';
-import { deviceHarness, ids, say } from '../../support/sync-harness.js';
+import { deviceHarness, httpEdge, ids, say } from '../../support/sync-harness.js';
 
 const { dir, memory, reopen } = deviceHarness('pagewise-removed-');
-const URL_ = 'https://edge.test/v1/pagewise/sync';
 const open: Memory[] = [];
 afterEach(async () => { for (const m of open.splice(0)) await m.close().catch(() => undefined); });
 
 describe('what was let go, not forgotten', () => {
   it('a turn a resync let go (the edge did not hold it yet) arrives again, and stays everywhere', async () => {
     const edgeMemory = await memory();
-    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
-    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const { edge } = httpEdge(edgeMemory);
     const [laptop, phone, tablet, fresh] = [await memory(), await memory(), await memory(), await memory()];
     for (const id of ['p1', 'p2']) await say(phone, id);
     for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
@@ -67,8 +65,7 @@ describe('what was let go, not forgotten', () => {
 
   it('a turn forgotten before it ever reached the edge stays forgotten when a backup that holds it is restored', async () => {
     const edgeMemory = await memory();
-    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
-    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const { edge } = httpEdge(edgeMemory);
     const file = join(dir, 'unsynced.sqlite3');
     let laptop = await memory(file);
     const phone = await memory();

@@ -5,13 +5,12 @@
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { remoteMemory, syncEndpoint, type Memory } from '../../../src/index.js';
+import type { Memory } from '../../../src/index.js';
 import type { SyncBatch } from '../../../src/contracts/types-sync.js';
 import { contentHash } from '../../../src/common/messages.js';
-import { deviceHarness, ids, replicaOf, say } from '../../support/sync-harness.js';
+import { SYNC_URL, deviceHarness, httpEdge, ids, replicaOf, say } from '../../support/sync-harness.js';
 
 const { dir, memory, reopen } = deviceHarness('pagewise-renewal-');
-const URL_ = 'https://edge.test/v1/pagewise/sync';
 
 /**
  * An edge behind syncEndpoint, a phone and a laptop on a file; the laptop forgets l1 and l2 and every side syncs until
@@ -19,8 +18,7 @@ const URL_ = 'https://edge.test/v1/pagewise/sync';
  */
 async function compacted(name: string) {
   const edgeMemory = await memory();
-  const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
-  const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+  const { handler, edge } = httpEdge(edgeMemory);
   const file = join(dir, `${name}.sqlite3`);
   const laptop = await memory(file);
   const phone = await memory();
@@ -38,8 +36,23 @@ async function compacted(name: string) {
   return { edgeMemory, handler, edge, file, laptop, phone };
 }
 
+/**
+ * b writes b3, b1 and b2 and forgets b2; the laptop hears of it from b and is backed up then (it holds b1, and never
+ * met the edge); the edge forgets b1 and compacts the forget once b has read it. Resolves with the backup.
+ */
+async function backupBeforeTheEdgesForget(edge: Memory, b: Memory, laptop: Memory): Promise<Uint8Array> {
+  for (const id of ['b3', 'b1', 'b2']) await say(b, id);
+  for (let i = 0; i < 2; i++) await b.sync(edge);
+  await b.forget({ conversationId: 'c', messageIds: ['b2'] });
+  await laptop.sync(b);
+  const backup = await laptop.exportDatabase();
+  await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
+  for (let i = 0; i < 3; i++) await b.sync(edge);
+  return backup;
+}
+
 const post = (handler: (r: Request) => Promise<Response>, method: string, args: unknown[]) =>
-  handler(new Request(URL_, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ method, args }) }));
+  handler(new Request(SYNC_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ method, args }) }));
 
 /** After the renewal: the laptop writes l4, the phone p3; both reach everyone, and nothing asks for a resync. */
 async function flows(w: Awaited<ReturnType<typeof compacted>>, laptop: Memory, also: string[] = []): Promise<void> {
@@ -164,14 +177,8 @@ describe('what proves a read, and what does not', () => {
     const [edge, b] = [await memory(), await memory()];
     const file = join(dir, 'early.sqlite3');
     let laptop = await memory(file);
-    for (const id of ['b3', 'b1', 'b2']) await say(b, id);
-    for (let i = 0; i < 2; i++) await b.sync(edge);
-    await b.forget({ conversationId: 'c', messageIds: ['b2'] });
-    await laptop.sync(b);
-    const backup = await laptop.exportDatabase();
-    // The edge forgets b1 and compacts the forget once b has read it; the laptop meets it, resyncs, and lets b1 go.
-    await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
-    for (let i = 0; i < 3; i++) await b.sync(edge);
+    const backup = await backupBeforeTheEdgesForget(edge, b, laptop);
+    // The laptop meets the edge: it resyncs, and lets b1 go.
     expect((await laptop.sync(edge)).resync).toBeDefined();
     await laptop.sync(edge, { resync: true });
     laptop = await reopen(laptop, file, () => writeFileSync(file, backup));
@@ -188,13 +195,7 @@ describe('what proves a read, and what does not', () => {
     const b = await memory();
     const file = join(dir, 'early-2.sqlite3');
     let laptop = await memory(file);
-    for (const id of ['b3', 'b1', 'b2']) await say(b, id);
-    for (let i = 0; i < 2; i++) await b.sync(edge);
-    await b.forget({ conversationId: 'c', messageIds: ['b2'] });
-    await laptop.sync(b);
-    const backup = await laptop.exportDatabase();
-    await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
-    for (let i = 0; i < 3; i++) await b.sync(edge);
+    const backup = await backupBeforeTheEdgesForget(edge, b, laptop);
     await laptop.sync(edge, { resync: true });
     expect((await laptop.sync(edge)).resync).toBeUndefined();
     // The edge meets an old copy of its file and renews; then the laptop's disk goes back to the backup.
@@ -209,8 +210,7 @@ describe('what proves a read, and what does not', () => {
 
   it('a receipt the laptop gave for one conversation, stored as the edge\'s cursor of all of them: the next syncs go on', async () => {
     const edgeMemory = await memory();
-    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
-    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const { handler, edge } = httpEdge(edgeMemory);
     const [laptop, phone] = [await memory(), await memory()];
     for (const id of ['p1', 'p2']) await say(phone, id);
     for (const id of ['l1', 'l2', 'l3']) await say(laptop, id);
@@ -234,13 +234,7 @@ describe('what proves a read, and what does not', () => {
     const b = await memory();
     const file = join(dir, 'early-3.sqlite3');
     let laptop = await memory(file);
-    for (const id of ['b3', 'b1', 'b2']) await say(b, id);
-    for (let i = 0; i < 2; i++) await b.sync(edge);
-    await b.forget({ conversationId: 'c', messageIds: ['b2'] });
-    await laptop.sync(b);
-    const backup = await laptop.exportDatabase();
-    await edge.forget({ conversationId: 'c', messageIds: ['b1'] });
-    for (let i = 0; i < 3; i++) await b.sync(edge);
+    const backup = await backupBeforeTheEdgesForget(edge, b, laptop);
     await laptop.sync(edge, { resync: true });
     expect((await laptop.sync(edge)).resync).toBeUndefined();
     // A copy of the edge's file meets it and leaves their id; the restored laptop hears of it from the copy.
@@ -257,8 +251,7 @@ describe('what proves a read, and what does not', () => {
 
   it('a laptop restored from a backup does not bring back its own turn it forgot after the backup, once that forget was compacted', async () => {
     const edgeMemory = await memory();
-    const handler = syncEndpoint({ memory: edgeMemory, authenticate: () => 'me' });
-    const edge = remoteMemory(URL_, { token: 't', fetch: (url, init) => handler(new Request(url, init)) });
+    const { edge } = httpEdge(edgeMemory);
     const file = join(dir, 'own.sqlite3');
     let laptop = await memory(file);
     const phone = await memory();
