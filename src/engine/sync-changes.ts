@@ -136,15 +136,16 @@ async function isCopy(sync: SyncStore, peer: string, seen: readonly Seen[]): Pro
  * read in these rows — a renewal starts their cursors over, not what each had read of the other. The verdict of the
  * proof that counts (for `acknowledge`), and the cursor.
  */
-async function readOf(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<{ verdict: CursorVerdict; cursor: SyncCursor }> {
-  let best = { verdict: await verifyCursor(d.sync, seen, peer, filter), cursor: seen };
+async function readOf(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<{ verdict: CursorVerdict; cursor: SyncCursor; own: CursorVerdict }> {
+  const own = await verifyCursor(d.sync, seen, peer, filter);
+  let best = { verdict: own, cursor: seen };
   for (const e of evidence) {
     if (e.sender === undefined && (e.receiver === undefined || e.receiver === peer)) continue;
     if (scopeKey(e.conversations) !== scopeKey(filter) || (best.verdict.kind === 'ok' && e.cursor.tombstones <= best.cursor.tombstones)) continue;
     const verdict = await verifyCursor(d.sync, e.cursor, e.receiver ?? peer, filter, e.sender);
     if (verdict.kind === 'ok') best = { verdict, cursor: e.cursor };
   }
-  return best;
+  return { ...best, own };
 }
 
 function syncTurn(r: ChangeRow): SyncTurn {
@@ -203,14 +204,14 @@ async function pieces(attachments: AttachmentStore, wanted: SyncMissing[], conve
  * tell the peer to resync when it has not read what was compacted in those conversations.
  */
 async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null, renewing: boolean): Promise<Pick<SyncState, 'resyncRequired'>> {
-  const { verdict, cursor } = await readOf(d, peer, seen, evidence, filter);
+  const { verdict, cursor, own } = await readOf(d, peer, seen, evidence, filter);
   await acknowledge(d.driver, d.sync, peer, cursor, verdict, filter);
   // What `peer` proved it read before the renewal this call makes, or before an earlier one, still holds as far as it
   // still shows a cursor this replica signed then (under this id, or one it left), whatever rows it names: this
   // replica's history going back does not take the peer's reads back, but a peer restored from a backup no longer
   // shows that cursor. What it proved of this id since is only what it shows now.
   const proved = renewing ? await d.sync.acked(peer, filter) : await d.sync.ackedBefore(peer, filter);
-  const before = Math.min(proved, await stillShows(d, peer, seen, evidence, filter));
+  const before = Math.min(proved, await stillShows(d, peer, own.kind === 'ok' || own.kind === 'diverged' ? seen.tombstones : 0, evidence, filter));
   // A receipt this replica cannot open for this scope and reader is never one a peer's own database holds (a restored
   // one shows an older receipt of its own, or none): it was put there; the peer is judged by what it proved.
   const put = verdict.kind === 'unknown' && seen.receipt !== undefined ? await d.sync.acked(peer, filter) : 0;
@@ -219,12 +220,12 @@ async function afterSeen(d: SyncReadDeps, peer: string, seen: SyncCursor, eviden
 }
 
 /**
- * How far `peer` still shows it read this replica, by a cursor it keeps of this id or of one it left whose receipt
- * this replica signed (its rows maybe another history's: this one is a copy, or renewed since).
+ * How far `peer` still shows it read this replica, by a cursor it keeps of this id (`shown`: how far its own reaches,
+ * signed here, 0 if not) or of one it left whose receipt this replica signed (its rows maybe another history's: this
+ * one is a copy, or renewed since).
  */
-async function stillShows(d: SyncReadDeps, peer: string, seen: SyncCursor, evidence: readonly Seen[], filter: string[] | null): Promise<number> {
-  const own = await verifyCursor(d.sync, seen, peer, filter);
-  let most = own.kind === 'ok' || own.kind === 'diverged' ? seen.tombstones : 0;
+async function stillShows(d: SyncReadDeps, peer: string, shown: number, evidence: readonly Seen[], filter: string[] | null): Promise<number> {
+  let most = shown;
   for (const e of evidence) {
     if (e.sender === undefined || scopeKey(e.conversations) !== scopeKey(filter) || e.cursor.tombstones <= most) continue;
     const v = await verifyCursor(d.sync, e.cursor, e.receiver ?? peer, filter, e.sender);
